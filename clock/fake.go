@@ -1,0 +1,198 @@
+package clock
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Fake is a Clock that moves only when told to. It lets tests drive timeouts,
+// retries and watchdogs without sleeping.
+//
+// Timers and contexts made by a Fake fire during Advance, in deadline order.
+type Fake struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*fakeTimer
+	changed chan struct{} // closed and replaced whenever the set of timers changes
+}
+
+// NewFake returns a fake clock that reads start.
+func NewFake(start time.Time) *Fake {
+	return &Fake{now: start, changed: make(chan struct{})}
+}
+
+// Now returns the fake time.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// Since returns the fake time elapsed since t.
+func (f *Fake) Since(t time.Time) time.Duration { return f.Now().Sub(t) }
+
+// NewTimer returns a timer that fires when the fake time reaches now+d.
+func (f *Fake) NewTimer(d time.Duration) Timer {
+	t := &fakeTimer{clock: f, c: make(chan time.Time, 1)}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.schedule(t, d)
+	return t
+}
+
+// WithTimeout returns a context cancelled with context.DeadlineExceeded when
+// the fake time reaches now+d. Its Deadline reports the fake deadline.
+func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := &fakeTimer{clock: f, fn: func() { cancel(context.DeadlineExceeded) }}
+	f.mu.Lock()
+	f.schedule(t, d)
+	deadline := t.when
+	f.mu.Unlock()
+	stop := func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+	return deadlineCtx{Context: ctx, deadline: deadline}, stop
+}
+
+// deadlineCtx reports a fake deadline and returns DeadlineExceeded as its Err
+// once the fake timer fired, as a context.WithTimeout would.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c deadlineCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		if cause := context.Cause(c.Context); cause == context.DeadlineExceeded {
+			return cause
+		}
+		return err
+	}
+	return nil
+}
+
+// Advance moves the fake time forward by d and fires every timer that falls due,
+// in deadline order.
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	end := f.now.Add(d)
+	for {
+		t := f.nextDue(end)
+		if t == nil {
+			break
+		}
+		f.now = t.when
+		f.remove(t)
+		f.mu.Unlock()
+		t.fire()
+		f.mu.Lock()
+	}
+	f.now = end
+	f.mu.Unlock()
+}
+
+// Timers returns how many timers and contexts are waiting to fire.
+func (f *Fake) Timers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.timers)
+}
+
+// BlockUntil waits until at least n timers are waiting to fire, or ctx is done.
+// Tests call it to know that the code under test has parked on the clock.
+func (f *Fake) BlockUntil(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		if len(f.timers) >= n {
+			f.mu.Unlock()
+			return nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// schedule parks t to fire at now+d. f.mu must be held.
+func (f *Fake) schedule(t *fakeTimer, d time.Duration) {
+	t.when = f.now.Add(d)
+	if d <= 0 {
+		// Due already: fire without waiting for an Advance, as time.NewTimer(0) does.
+		go t.fire()
+		return
+	}
+	f.timers = append(f.timers, t)
+	t.active = true
+	f.notify()
+}
+
+func (f *Fake) nextDue(end time.Time) *fakeTimer {
+	sort.SliceStable(f.timers, func(i, j int) bool { return f.timers[i].when.Before(f.timers[j].when) })
+	if len(f.timers) == 0 || f.timers[0].when.After(end) {
+		return nil
+	}
+	return f.timers[0]
+}
+
+// remove unparks t. f.mu must be held. It reports whether t was parked.
+func (f *Fake) remove(t *fakeTimer) bool {
+	for i, x := range f.timers {
+		if x == t {
+			f.timers = append(f.timers[:i], f.timers[i+1:]...)
+			t.active = false
+			f.notify()
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Fake) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+type fakeTimer struct {
+	clock  *Fake
+	when   time.Time
+	active bool
+	c      chan time.Time // for timers
+	fn     func()         // for contexts
+}
+
+func (t *fakeTimer) fire() {
+	if t.fn != nil {
+		t.fn()
+		return
+	}
+	select {
+	case t.c <- t.when:
+	default:
+	}
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	return t.clock.remove(t)
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	was := t.clock.remove(t)
+	t.clock.schedule(t, d)
+	return was
+}
