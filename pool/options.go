@@ -1,0 +1,61 @@
+package pool
+
+import (
+	"crypto/tls"
+	"time"
+)
+
+// Option configures a pool built by New.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithDialTimeout bounds connecting, including the TLS handshake, AUTH and
+// SELECT. Default 1s. Must not be negative.
+func WithDialTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.dialTimeout = d })
+}
+
+// WithReadTimeout bounds each read when the caller's ctx has no earlier
+// deadline. Default 1s. Must not be negative; 0 means no bound.
+func WithReadTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.readTimeout = d })
+}
+
+// WithWriteTimeout bounds each write. Default 1s. Must not be negative; 0 means no bound.
+func WithWriteTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.writeTimeout = d })
+}
+
+// WithMaxIdle sets how many idle connections the pool keeps. Default 64.
+// Keep it at least the number of goroutines locking at once, or connections
+// are dialled and closed on every lock.
+func WithMaxIdle(n int) Option { return optionFunc(func(c *config) { c.maxIdle = n }) }
+
+// WithMaxActive caps the connections open at once; Get then waits for one
+// within its ctx. Default 0, no cap.
+func WithMaxActive(n int) Option { return optionFunc(func(c *config) { c.maxActive = n }) }
+
+// WithIdleTimeout closes connections idle for longer than d. Default 5m; 0
+// keeps them forever. Keep it below the server's own timeout setting.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.idleTimeout = d })
+}
+
+// WithAuth sends AUTH on every new connection: with a username for Redis 6
+// ACLs, or with the password alone when username is "". Default: no AUTH.
+func WithAuth(username, password string) Option {
+	return optionFunc(func(c *config) { c.username, c.password = username, password })
+}
+
+// WithDB selects a logical database on every new connection. Default 0.
+func WithDB(db int) Option { return optionFunc(func(c *config) { c.db = db }) }
+
+// WithTLS connects over TLS with the given configuration. If its ServerName
+// is empty, the host of the address is used. Default: plain TCP, unless the
+// address is a rediss:// URL.
+func WithTLS(cfg *tls.Config) Option {
+	return optionFunc(func(c *config) { c.tls, c.useTLS = cfg, true })
+}

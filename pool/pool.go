@@ -1,0 +1,204 @@
+package pool
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Pool is one Redis master as the lock algorithm sees it: a source of
+// connections. Every connection must honour the deadline of the ctx it was
+// asked for while it dials.
+type Pool interface {
+	// Get returns a connection; the caller closes it to give it back.
+	Get(ctx context.Context) (redis.Conn, error)
+	// Addr names the master in errors and logs, e.g. "10.0.0.7:6379".
+	Addr() string
+	// Close closes the idle connections and refuses new ones.
+	Close() error
+}
+
+// DialCounter is implemented by pools that count the connections they have
+// opened. The lock's restart guard uses it to check a master again whenever a
+// new connection reached it, since that is when a restart shows.
+type DialCounter interface {
+	Dials() uint64
+}
+
+// Dialer is implemented by pools that can open a connection of their own,
+// outside the pool, for a long-lived use such as a pub/sub subscription. Such
+// a connection may be closed from another goroutine to stop a blocked Receive.
+type Dialer interface {
+	Dial(ctx context.Context) (redis.Conn, error)
+}
+
+// Defaults. The per-node timeout of the lock algorithm is usually far shorter
+// and wins; these bound connections used outside it.
+const (
+	DefaultDialTimeout  = time.Second
+	DefaultReadTimeout  = time.Second
+	DefaultWriteTimeout = time.Second
+	DefaultMaxIdle      = 64
+	DefaultMaxActive    = 0 // no limit
+	DefaultIdleTimeout  = 5 * time.Minute
+)
+
+// Redis is a Pool backed by a redigo connection pool to one address.
+type Redis struct {
+	addr  string
+	pool  *redis.Pool
+	dial  func(ctx context.Context) (redis.Conn, error)
+	dials atomic.Uint64
+}
+
+var (
+	_ Pool        = (*Redis)(nil)
+	_ DialCounter = (*Redis)(nil)
+	_ Dialer      = (*Redis)(nil)
+)
+
+type config struct {
+	addr                                   string
+	dialTimeout, readTimeout, writeTimeout time.Duration
+	maxIdle, maxActive                     int
+	idleTimeout                            time.Duration
+	username, password                     string
+	db                                     int
+	tls                                    *tls.Config
+	useTLS                                 bool
+}
+
+func defaults() config {
+	return config{
+		dialTimeout:  DefaultDialTimeout,
+		readTimeout:  DefaultReadTimeout,
+		writeTimeout: DefaultWriteTimeout,
+		maxIdle:      DefaultMaxIdle,
+		maxActive:    DefaultMaxActive,
+		idleTimeout:  DefaultIdleTimeout,
+	}
+}
+
+// New returns a pool to one Redis master. addr is "host:port", or a URL:
+//
+//	redis://[user[:password]@]host[:port][/db][?dial_timeout=1s&read_timeout=1s&...]
+//	rediss://...   the same over TLS
+//
+// Query parameters: dial_timeout, read_timeout, write_timeout, idle_timeout
+// (Go durations), max_idle, max_active (integers). Options given to New
+// override what the URL says.
+func New(addr string, opts ...Option) (*Redis, error) {
+	c := defaults()
+	if err := parseAddr(addr, &c); err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("pool: nil option")
+		}
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	r := &Redis{addr: c.addr}
+	dialOpts := []redis.DialOption{
+		redis.DialConnectTimeout(c.dialTimeout),
+		redis.DialTLSHandshakeTimeout(c.dialTimeout),
+		redis.DialReadTimeout(c.readTimeout),
+		redis.DialWriteTimeout(c.writeTimeout),
+		redis.DialDatabase(c.db),
+	}
+	if c.password != "" {
+		dialOpts = append(dialOpts, redis.DialPassword(c.password))
+		if c.username != "" {
+			dialOpts = append(dialOpts, redis.DialUsername(c.username))
+		}
+	}
+	if c.useTLS || c.tls != nil {
+		dialOpts = append(dialOpts, redis.DialUseTLS(true))
+		if c.tls != nil {
+			dialOpts = append(dialOpts, redis.DialTLSConfig(c.tls))
+		}
+	}
+	r.dial = func(ctx context.Context) (redis.Conn, error) {
+		conn, err := redis.DialContext(ctx, "tcp", c.addr, dialOpts...)
+		if err != nil {
+			return nil, err
+		}
+		r.dials.Add(1)
+		return conn, nil
+	}
+	r.pool = &redis.Pool{
+		MaxIdle:     c.maxIdle,
+		MaxActive:   c.maxActive,
+		IdleTimeout: c.idleTimeout,
+		Wait:        c.maxActive > 0,
+		DialContext: r.dial,
+	}
+	return r, nil
+}
+
+// Get returns a pooled connection, dialling one within ctx's deadline if none
+// is idle.
+func (r *Redis) Get(ctx context.Context) (redis.Conn, error) {
+	conn, err := r.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Dial opens a connection outside the pool, with the pool's settings. The
+// caller owns it and closes it.
+func (r *Redis) Dial(ctx context.Context) (redis.Conn, error) { return r.dial(ctx) }
+
+// Addr returns the master's "host:port".
+func (r *Redis) Addr() string { return r.addr }
+
+// Dials returns how many connections this pool has opened so far.
+func (r *Redis) Dials() uint64 { return r.dials.Load() }
+
+// Stats returns the redigo pool's counters.
+func (r *Redis) Stats() redis.PoolStats { return r.pool.Stats() }
+
+// Close closes the idle connections. Connections in use are closed when they
+// are given back.
+func (r *Redis) Close() error { return r.pool.Close() }
+
+func (c *config) validate() error {
+	var errs []string
+	if c.addr == "" {
+		errs = append(errs, "empty address")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"dial timeout", c.dialTimeout}, {"read timeout", c.readTimeout}, {"write timeout", c.writeTimeout}, {"idle timeout", c.idleTimeout}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Sprintf("%s %v is negative", d.name, d.v))
+		}
+	}
+	if c.maxIdle < 0 {
+		errs = append(errs, fmt.Sprintf("max idle %d is negative", c.maxIdle))
+	}
+	if c.maxActive < 0 {
+		errs = append(errs, fmt.Sprintf("max active %d is negative", c.maxActive))
+	}
+	if c.db < 0 {
+		errs = append(errs, fmt.Sprintf("db %d is negative", c.db))
+	}
+	if c.username != "" && c.password == "" {
+		errs = append(errs, "a username needs a password")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("pool %q: %s", c.addr, strings.Join(errs, "; "))
+	}
+	return nil
+}
