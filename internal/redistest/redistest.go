@@ -1,0 +1,262 @@
+// Package redistest starts real redis-server processes on loopback for tests,
+// and kills, stops, pauses and restarts them by PID.
+//
+// A missing redis-server binary fails the test: integration tests never skip.
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Persistence says how a server keeps its data across a restart.
+type Persistence int
+
+const (
+	// Ephemeral keeps nothing: a restarted server comes back empty.
+	Ephemeral Persistence = iota
+	// FsyncAlways logs every write and fsyncs it before replying
+	// (appendonly yes, appendfsync always).
+	FsyncAlways
+)
+
+// Server is one redis-server child process on a loopback port.
+type Server struct {
+	Port int
+	Dir  string // working directory, removed with the test
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	bin    string
+	extra  []string
+}
+
+// Addr returns "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// Binary returns the path of redis-server, or an error that says how to install it.
+func Binary() (string, error) {
+	if p := os.Getenv("REDIS_SERVER"); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", errors.New("redistest: redis-server not found on PATH; install it (apt-get install -y redis-server) or set REDIS_SERVER")
+	}
+	return p, nil
+}
+
+// Start starts n servers with the given persistence and extra arguments
+// (e.g. "--requirepass", "x"), waits until each answers PING, and registers
+// their removal with tb.Cleanup. It fails tb if any cannot start.
+func Start(tb testing.TB, n int, p Persistence, extra ...string) []*Server {
+	tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	servers := make([]*Server, 0, n)
+	tb.Cleanup(func() {
+		for _, s := range servers {
+			s.Kill()
+		}
+	})
+	for range n {
+		s := &Server{Dir: tb.TempDir(), bin: bin, extra: extra}
+		var err error
+		for try := 0; try < 5; try++ { // a freed port can be taken again before we bind it
+			if s.Port, err = freePort(); err != nil {
+				continue
+			}
+			if err = s.start(p); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			tb.Fatalf("redistest: starting redis-server: %v", err)
+		}
+		servers = append(servers, s)
+	}
+	return servers
+}
+
+// Addrs returns the servers' addresses.
+func Addrs(servers []*Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) args(p Persistence) []string {
+	a := []string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--save", "", "--daemonize", "no", "--protected-mode", "no",
+		"--logfile", filepath.Join(s.Dir, "redis.log"), "--loglevel", "warning",
+	}
+	if p == FsyncAlways {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	return append(a, s.extra...)
+}
+
+func (s *Server) start(p Persistence) error {
+	cmd := exec.Command(s.bin, s.args(p)...)
+	cmd.Dir = s.Dir
+	// The server dies with the test binary, even if the binary is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	if err := s.waitReady(5 * time.Second); err != nil {
+		s.Kill()
+		return fmt.Errorf("%s: %w (log: %s)", s.Addr(), err, s.logTail())
+	}
+	return nil
+}
+
+func (s *Server) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return errors.New("redis-server exited at start")
+		default:
+		}
+		if err := ping(s.Addr()); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("redis-server did not answer PING in time")
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	if len(b) > 400 {
+		b = b[len(b)-400:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// PID returns the process id, or 0 when the server is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+func (s *Server) signal(sig syscall.Signal, wait bool) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	if !wait {
+		return nil
+	}
+	if sig == syscall.SIGTERM {
+		cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+	s.mu.Lock()
+	if s.cmd == cmd {
+		s.cmd = nil
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (s *Server) Kill() error { return s.signal(syscall.SIGKILL, true) }
+
+// Stop sends SIGTERM (a clean shutdown) and waits for the process to exit.
+func (s *Server) Stop() error { return s.signal(syscall.SIGTERM, true) }
+
+// Pause sends SIGSTOP: the server keeps its sockets but answers nothing.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, false) }
+
+// Resume sends SIGCONT to a paused server.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
+
+// Restart starts a stopped or killed server again on the same port and dir.
+// With Ephemeral it comes back empty; with FsyncAlways it reloads its log.
+func (s *Server) Restart(p Persistence) error {
+	if s.PID() != 0 {
+		return fmt.Errorf("redistest: %s is still running", s.Addr())
+	}
+	var err error
+	for try := 0; try < 20; try++ { // the old socket may linger for a moment
+		if err = s.start(p); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
