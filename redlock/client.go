@@ -1,0 +1,249 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// Client takes locks on a quorum of N independent Redis masters. It is safe
+// for concurrent use. Close it when done.
+type Client struct {
+	nodes   []node
+	owned   []pool.Pool // pools made by NewFromAddrs, closed by Close
+	quorum  int
+	o       options
+	scripts scriptSet
+	maxTTL  atomic.Int64
+	hub     *hub
+
+	bg        sync.WaitGroup // clean-ups, watchdogs and subscribers still running
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New returns a client over the given masters, one pool each. The masters
+// must be independent: not replicas of each other, and each listed once.
+// The pools stay the caller's: Close does not close them.
+//
+// An odd number of masters is best: 4 masters tolerate one failure, as 3 do,
+// and 6 tolerate two, as 5 do.
+func New(pools []pool.Pool, opts ...Option) (*Client, error) {
+	if len(pools) == 0 {
+		return nil, invalid("no nodes")
+	}
+	seen := map[string]int{}
+	for i, p := range pools {
+		if isNil(p) {
+			return nil, invalid("node %d is nil", i)
+		}
+		if j, dup := seen[p.Addr()]; dup {
+			return nil, invalid("nodes %d and %d are both %s; each master must be listed once", j, i, p.Addr())
+		}
+		seen[p.Addr()] = i
+	}
+	o := defaultOptions()
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, invalid("option %d is nil", i)
+		}
+		opt.apply(&o)
+	}
+	if err := o.validate(len(pools)); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		quorum:  o.quorum,
+		o:       o,
+		scripts: loadScripts(),
+		closing: make(chan struct{}),
+	}
+	if c.quorum == 0 {
+		c.quorum = quorumlock.Quorum(len(pools))
+	}
+	for _, p := range pools {
+		n := &redisNode{pool: p, scripts: &c.scripts}
+		if o.restartGuard != 0 {
+			n.guard = &guard{clock: o.clock, log: o.logger, window: c.guardWindow}
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	c.hub = newHub(c)
+	return c, nil
+}
+
+// NewFromAddrs returns a client over masters given as "host:port" or
+// redis:// and rediss:// URLs (see pool.New). The client owns these pools
+// and closes them in Close.
+func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
+	if len(addrs) == 0 {
+		return nil, invalid("no nodes")
+	}
+	pools := make([]pool.Pool, 0, len(addrs))
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	for i, a := range addrs {
+		p, err := pool.New(a)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalid, i, err)
+		}
+		pools = append(pools, p)
+	}
+	c, err := New(pools, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	c.owned = pools
+	return c, nil
+}
+
+// Close stops the client: auto-extension ends (those locks report
+// ErrLockLost), waiters return ErrClosed, background clean-ups finish, and
+// the pools made by NewFromAddrs are closed. Locks still held stay on the
+// masters until their TTL runs out; release them first. Close is idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.hub.close()
+		c.bg.Wait()
+		var errs *multierror.Error
+		for _, p := range c.owned {
+			if err := p.Close(); err != nil {
+				errs = multierror.Append(errs, err)
+			}
+		}
+		c.closeErr = errs.ErrorOrNil()
+	})
+	return c.closeErr
+}
+
+// Nodes returns how many masters the client uses.
+func (c *Client) Nodes() int { return len(c.nodes) }
+
+// Quorum returns how many masters must agree.
+func (c *Client) Quorum() int { return c.quorum }
+
+func (c *Client) closed() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// nodeTimeout is the per-master bound for a lock of this TTL: the configured
+// timeout, but never more than a tenth of the TTL.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	return max(min(c.o.nodeTimeout, ttl/10), time.Millisecond)
+}
+
+// guardWindow is how long a restarted master stays out of the quorum.
+func (c *Client) guardWindow() time.Duration {
+	if c.o.restartGuard != restartGuardAuto {
+		return c.o.restartGuard
+	}
+	t := time.Duration(c.maxTTL.Load())
+	return t + c.o.drift.Reserve(t)
+}
+
+func (c *Client) noteTTL(ttl time.Duration) {
+	for {
+		old := c.maxTTL.Load()
+		if int64(ttl) <= old || c.maxTTL.CompareAndSwap(old, int64(ttl)) {
+			return
+		}
+	}
+}
+
+// vote turns a master's yes into a vote: a master the restart guard holds in
+// quarantine abstains.
+func (c *Client) vote(i int, window time.Duration) quorumlock.Vote {
+	if c.nodes[i].health().trusted(c.o.clock.Now(), window) {
+		return quorumlock.Yes
+	}
+	return quorumlock.Abstain
+}
+
+func (c *Client) nodeErr(i int, err error) error {
+	return &NodeError{Node: i, Addr: c.nodes[i].addr(), Err: err}
+}
+
+// check validates what every lock call takes, and returns the TTL as Redis
+// will keep it: whole milliseconds.
+func (c *Client) check(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ctx == nil:
+		return 0, invalid("nil context")
+	case c == nil:
+		return 0, invalid("nil client")
+	case c.closed():
+		return 0, ErrClosed
+	case key == "":
+		return 0, invalid("empty key")
+	case strings.HasPrefix(key, reservedPrefix):
+		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
+	case ttl <= 0:
+		return 0, invalid("ttl %v is not positive", ttl)
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {
+		return 0, invalid("ttl %v leaves no validity after the drift reserve of %v", ttl, c.o.drift.Reserve(ttl))
+	}
+	return ttl, nil
+}
+
+func lockOpts(opts []LockOption) (lockOptions, error) {
+	var lo lockOptions
+	for i, o := range opts {
+		if o == nil {
+			return lo, invalid("lock option %d is nil", i)
+		}
+		o.applyLock(&lo)
+	}
+	if lo.ownerSet && lo.owner == "" {
+		return lo, invalid("empty owner")
+	}
+	return lo, nil
+}
+
+func (c *Client) token() (string, error) {
+	t, err := c.o.tokens()
+	if err != nil {
+		return "", fmt.Errorf("redlock: token generator: %w", err)
+	}
+	if t == "" {
+		return "", invalid("token generator returned an empty token")
+	}
+	return t, nil
+}
+
+func isNil(p pool.Pool) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+var errNoReply = errors.New("no reply within the node timeout")

@@ -1,0 +1,54 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Do takes key with Lock, runs fn while the lock is held, and releases it
+// when fn returns. It returns fn's error.
+//
+// While fn runs the lock is extended every ttl/3. If an extension cannot
+// reach a quorum before the validity runs out, the lock is lost: fn's ctx is
+// cancelled at once with context.Cause(ctx) == ErrLockLost, and Do returns an
+// error for which errors.Is(err, ErrLockLost) holds, joined with fn's own.
+// fn must stop touching the protected resource when its ctx is done. A
+// release that finds the lock already gone also reports ErrLockLost.
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
+	if fn == nil {
+		return invalid("nil function")
+	}
+	l, err := c.Lock(ctx, key, ttl, append(opts[:len(opts):len(opts)], WithAutoExtend())...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		select {
+		case <-l.Done():
+			if l.Err() != nil {
+				cancel(ErrLockLost)
+			}
+		case <-stop:
+		}
+	}()
+	fnErr := fn(fctx)
+	close(stop)
+	<-watching
+
+	// The caller's ctx may be done by now; the release must still happen,
+	// and each master's part of it is bounded by the node timeout.
+	relErr := l.Release(context.WithoutCancel(ctx))
+	if errors.Is(relErr, ErrLockLost) || errors.Is(relErr, ErrLockNotHeld) || errors.Is(l.Err(), ErrLockLost) {
+		return errors.Join(ErrLockLost, fnErr)
+	}
+	if relErr != nil {
+		c.o.logger.Warn("redlock: release after Do failed; the lock expires with its TTL", "key", key, "err", relErr)
+	}
+	return fnErr
+}

@@ -1,0 +1,51 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotObtained means no quorum of masters granted the lock in time, or
+	// the validity left after the attempt was not positive. Nothing of the
+	// attempt is left behind on any master that could be reached.
+	ErrNotObtained = errors.New("redlock: lock not obtained")
+
+	// ErrLockNotHeld means the operation found no master still holding the
+	// lock's token: it was released already, or it expired.
+	ErrLockNotHeld = errors.New("redlock: lock not held")
+
+	// ErrLockLost means the lock ended while its holder still believed in
+	// it: an extension could not reach a quorum before the validity ran out,
+	// or the keys were found gone. Whatever the holder did after the loss may
+	// overlap with the next holder; fencing tokens let the resource tell.
+	ErrLockLost = errors.New("redlock: lock lost")
+
+	// ErrClosed means the Client was closed.
+	ErrClosed = errors.New("redlock: client closed")
+
+	// ErrInvalid marks bad input: an empty key, a TTL too short for the
+	// drift reserve, an out-of-range option. The error's text names the value.
+	ErrInvalid = errors.New("redlock: invalid argument")
+)
+
+// errHeld is a node's refusal: the key is held by another owner.
+var errHeld = errors.New("held by another owner")
+
+// NodeError is what went wrong on one master. Errors that aggregate several
+// are *multierror.Error values; errors.As finds each *NodeError through them.
+type NodeError struct {
+	Node int    // index of the master in the list given to New
+	Addr string // its address
+	Err  error  // what happened there
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("redlock: node %d (%s): %v", e.Node, e.Addr, e.Err)
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

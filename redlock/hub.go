@@ -1,0 +1,322 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// hub lets waiters sleep until a release is announced instead of polling.
+//
+// Goroutines of one Client waiting for the same key queue in arrival order;
+// only the first in line competes, so they do not split each other's votes.
+// A release by this client wakes the first in line directly. A release by
+// another client is announced on the key's channel on every master; the hub
+// hears it through one pub/sub connection per master, shared by all keys,
+// subscribed to a key's channel while anyone here waits for it.
+type hub struct {
+	c    *Client
+	need int // subscriptions that guarantee hearing any quorum's release
+
+	mu      sync.Mutex
+	queues  map[string]*queue
+	subs    []*subscriber
+	started bool
+	closed  bool
+}
+
+type queue struct {
+	key       string
+	waiters   []*waiter
+	confirmed []bool
+	nconf     int
+	ready     chan struct{} // closed once need masters confirmed the subscription
+}
+
+type waiter struct {
+	h    *hub
+	q    *queue
+	wake chan struct{} // a release was announced; buffered so none is missed
+	turn chan struct{} // closed when this waiter is first in line
+}
+
+func newHub(c *Client) *hub {
+	h := &hub{c: c, queues: map[string]*queue{}}
+	// A release needs a quorum Q of the N masters; listening on N-Q+1 of
+	// them means listening on at least one master of any such quorum.
+	h.need = len(c.nodes) - c.quorum + 1
+	for i := range c.nodes {
+		h.subs = append(h.subs, &subscriber{h: h, node: i, want: map[string]bool{}})
+	}
+	return h
+}
+
+// join queues a waiter for key and subscribes to its channel if nobody here
+// was waiting for it yet.
+func (h *hub) join(key string) *waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if q == nil {
+		q = &queue{key: key, confirmed: make([]bool, len(h.subs)), ready: make(chan struct{})}
+		h.queues[key] = q
+		if !h.closed && !h.started {
+			h.started = true
+			for _, s := range h.subs {
+				h.c.bg.Add(1)
+				go s.run()
+			}
+		}
+		for _, s := range h.subs {
+			s.subscribe(releaseChannel(key))
+		}
+	}
+	w := &waiter{h: h, q: q, wake: make(chan struct{}, 1), turn: make(chan struct{})}
+	q.waiters = append(q.waiters, w)
+	if len(q.waiters) == 1 {
+		close(w.turn)
+		w.poke() // first in line: try again as soon as the subscription is up
+	}
+	return w
+}
+
+// ready waits until enough masters confirmed the subscription, at most timeout.
+func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
+	t := w.h.c.o.clock.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w.q.ready:
+	case <-t.C():
+	case <-ctx.Done():
+	case <-w.h.c.closing:
+	}
+}
+
+func (w *waiter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait blocks until this waiter is first in line and then until a release is
+// announced or delay has passed. It returns ctx's error, or ErrClosed.
+func (w *waiter) wait(ctx context.Context, delay time.Duration) error {
+	closing := w.h.c.closing
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closing:
+		return ErrClosed
+	}
+	t := w.h.c.o.clock.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-w.wake:
+	case <-t.C():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closing:
+		return ErrClosed
+	}
+	return nil
+}
+
+// leave takes the waiter out of line. If it was first and did not get the
+// lock, the next in line tries at once; if it got the lock, the next waits
+// for its release.
+func (w *waiter) leave(acquired bool) {
+	h := w.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := w.q
+	i := -1
+	for j, x := range q.waiters {
+		if x == w {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return
+	}
+	q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+	if len(q.waiters) == 0 {
+		delete(h.queues, q.key)
+		for _, s := range h.subs {
+			s.unsubscribe(releaseChannel(q.key))
+		}
+		return
+	}
+	if i == 0 {
+		next := q.waiters[0]
+		close(next.turn)
+		if !acquired {
+			next.poke()
+		}
+	}
+}
+
+// notify wakes the first waiter for key: its holder released it.
+func (h *hub) notify(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
+		q.waiters[0].poke()
+	}
+}
+
+func (h *hub) confirm(node int, key string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if q == nil || q.confirmed[node] == on {
+		return
+	}
+	q.confirmed[node] = on
+	if !on {
+		q.nconf--
+		return
+	}
+	q.nconf++
+	if q.nconf == h.need {
+		close(q.ready)
+	}
+}
+
+// disconnected forgets a master's confirmations when its connection drops.
+func (h *hub) disconnected(node int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.queues {
+		if q.confirmed[node] {
+			q.confirmed[node] = false
+			q.nconf--
+		}
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	for _, s := range h.subs {
+		s.stop()
+	}
+}
+
+// subscriber holds one master's pub/sub connection and reconnects it.
+type subscriber struct {
+	h    *hub
+	node int
+
+	mu      sync.Mutex // guards conn's writer side, want and stopped
+	conn    redis.Conn
+	want    map[string]bool
+	stopped bool
+}
+
+func (s *subscriber) subscribe(ch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.want[ch] = true
+	s.send("SUBSCRIBE", ch)
+}
+
+func (s *subscriber) unsubscribe(ch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.want, ch)
+	s.send("UNSUBSCRIBE", ch)
+}
+
+// send writes a command if connected; s.mu must be held. A failed write
+// shows up in the reader, which reconnects and subscribes again.
+func (s *subscriber) send(cmd string, chans ...any) {
+	if s.conn == nil || len(chans) == 0 {
+		return
+	}
+	if s.conn.Send(cmd, chans...) == nil {
+		s.conn.Flush()
+	}
+}
+
+func (s *subscriber) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.conn != nil {
+		s.conn.Close() // unblocks the reader
+	}
+}
+
+func (s *subscriber) run() {
+	c := s.h.c
+	defer c.bg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		ctx, cancel := c.o.clock.WithTimeout(context.Background(), max(c.o.nodeTimeout, 500*time.Millisecond))
+		conn, err := c.nodes[s.node].subscriber(ctx)
+		cancel()
+		if errors.Is(err, errNoPubSub) {
+			c.o.logger.Debug("redlock: no release announcements from master; waiters there use backoff",
+				"addr", c.nodes[s.node].addr(), "err", err)
+			return
+		}
+		if err == nil {
+			s.mu.Lock()
+			if s.stopped {
+				s.mu.Unlock()
+				conn.Close()
+				return
+			}
+			s.conn = conn
+			chans := make([]any, 0, len(s.want))
+			for ch := range s.want {
+				chans = append(chans, ch)
+			}
+			s.send("SUBSCRIBE", chans...)
+			s.mu.Unlock()
+
+			s.receive(conn)
+
+			s.mu.Lock()
+			s.conn = nil
+			s.mu.Unlock()
+			conn.Close()
+			s.h.disconnected(s.node)
+			backoff = 10 * time.Millisecond
+		}
+		t := c.o.clock.NewTimer(backoff)
+		select {
+		case <-c.closing:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (s *subscriber) receive(conn redis.Conn) {
+	psc := redis.PubSubConn{Conn: conn}
+	for {
+		switch v := psc.ReceiveWithTimeout(0).(type) {
+		case redis.Message:
+			if key, ok := strings.CutPrefix(v.Channel, releaseChannel("")); ok {
+				s.h.notify(key)
+			}
+		case redis.Subscription:
+			if key, ok := strings.CutPrefix(v.Channel, releaseChannel("")); ok {
+				s.h.confirm(s.node, key, v.Kind == "subscribe")
+			}
+		case error:
+			return
+		}
+	}
+}

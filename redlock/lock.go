@@ -1,0 +1,351 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/quorumlock"
+)
+
+// Lock is a lock held on a quorum of masters. It is safe for concurrent use.
+//
+// A Lock is valid until Until. Past it, or once Done is closed, the holder
+// must stop acting on the protected resource: another client may hold the
+// lock by then. Fence gives the resource a way to reject a holder that did
+// not stop in time.
+type Lock struct {
+	c     *Client
+	req   request
+	fence int64
+	acq   *quorumlock.Result // the acquisition; Release waits for its stragglers
+
+	op sync.Mutex // one Extend or Release at a time
+
+	mu    sync.Mutex
+	until time.Time
+	state lockState
+	err   error
+	done  chan struct{}
+	stop  chan struct{} // closed to stop the watchdog; nil without one
+	ended chan struct{} // closed when the watchdog has exited
+}
+
+type lockState int8
+
+const (
+	held lockState = iota
+	releasedState
+	lost
+)
+
+func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, acq *quorumlock.Result) *Lock {
+	l := &Lock{c: c, req: req, fence: fence, acq: acq, until: until, done: make(chan struct{})}
+	if lo.autoExtend {
+		l.stop, l.ended = make(chan struct{}), make(chan struct{})
+		c.bg.Add(1)
+		go l.watch()
+	}
+	return l
+}
+
+// Key returns the locked key.
+func (l *Lock) Key() string { return l.req.key }
+
+// Token returns the random token that identifies this acquisition on the
+// masters.
+func (l *Lock) Token() string { return l.req.token }
+
+// Owner returns the owner given with WithOwner, or "" for a plain lock.
+func (l *Lock) Owner() string { return l.req.owner }
+
+// TTL returns the TTL the lock was taken or last extended with.
+func (l *Lock) TTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.req.ttl
+}
+
+// Fence returns the fencing token: a number strictly greater than the fence
+// of every earlier holder of this key, as long as no master loses its data.
+// Pass it to the protected resource with each write, and have the resource
+// refuse writes with a fence lower than the highest it has seen. A reentrant
+// hold may carry a fence above its first hold's, never below.
+func (l *Lock) Fence() int64 { return l.fence }
+
+// Until returns the end of the validity window, on the monotonic clock.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Validity returns the time left in the validity window; <= 0 once it has
+// passed or the lock was released or lost.
+func (l *Lock) Validity() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != held {
+		return 0
+	}
+	return l.until.Sub(l.c.o.clock.Now())
+}
+
+// Done returns a channel closed when the lock ends: released, or lost.
+func (l *Lock) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lock is held or after a clean Release, and
+// ErrLockLost once the lock was lost.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+func (l *Lock) valid() error {
+	if l == nil || l.c == nil {
+		return invalid("lock was never obtained")
+	}
+	return nil
+}
+
+// end moves a held lock to its final state and wakes whoever waits on Done.
+func (l *Lock) end(s lockState, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != held {
+		return
+	}
+	l.state, l.err = s, err
+	close(l.done)
+}
+
+// Extend sets the lock's TTL to ttl on every master that still holds it, in
+// parallel. It succeeds only if a quorum did so and the new validity is
+// positive; then Until moves on. Otherwise the lock must be treated as lost:
+// Extend returns an error wrapping ErrLockLost, closes Done, and Err reports
+// the loss. A reentrant lock's TTL is never shortened.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := l.valid(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return invalid("nil context")
+	}
+	ttl, err := l.c.check(ctx, l.req.key, ttl)
+	if err != nil {
+		return err
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	until, err := l.extend(ctx, ttl)
+	if err != nil {
+		l.end(lost, ErrLockLost)
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	l.mu.Lock()
+	l.until, l.req.ttl = until, ttl
+	l.mu.Unlock()
+	return nil
+}
+
+// usable returns the error for a lock that is no longer held.
+func (l *Lock) usable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case releasedState:
+		return fmt.Errorf("%w: already released", ErrLockNotHeld)
+	case lost:
+		return ErrLockLost
+	}
+	return nil
+}
+
+// errGone means a quorum can no longer be reached: enough masters answered
+// that they do not hold the token.
+var errGone = errors.New("too many masters no longer hold the token")
+
+// extend runs one extension round and returns the new end of validity.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	c := l.c
+	req := l.req
+	req.ttl = ttl
+	c.noteTTL(ttl)
+	window := c.guardWindow()
+	start := c.o.clock.Now()
+	gone := 0
+	res, err := quorumlock.FanOut{Nodes: len(c.nodes), Need: c.quorum, Timeout: c.nodeTimeout(ttl), Clock: c.o.clock}.Run(ctx,
+		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+			ok, err := c.nodes[i].extend(ctx, req)
+			switch {
+			case err != nil:
+				return quorumlock.No, c.nodeErr(i, err)
+			case !ok:
+				return quorumlock.No, c.nodeErr(i, ErrLockNotHeld)
+			}
+			return c.vote(i, window), nil
+		})
+	if err != nil {
+		return time.Time{}, err
+	}
+	validity := quorumlock.Validity(ttl, c.o.clock.Since(start), c.o.drift)
+	if res.OK() && validity > 0 {
+		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
+	}
+	for _, i := range res.No {
+		if errors.Is(nodeErrAt(res.Err, i), ErrLockNotHeld) {
+			gone++
+		}
+	}
+	why := fmt.Sprintf("%d of %d masters extended it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
+	if res.OK() {
+		why = fmt.Sprintf("validity %v left", validity)
+	}
+	if gone > len(c.nodes)-c.quorum {
+		return time.Time{}, fmt.Errorf("%w: %s", errGone, why)
+	}
+	if res.Err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", why, res.Err)
+	}
+	return time.Time{}, errors.New(why)
+}
+
+// nodeErrAt finds the *NodeError of master i in an aggregate.
+func nodeErrAt(agg error, i int) error {
+	if agg == nil {
+		return nil
+	}
+	type multi interface{ WrappedErrors() []error }
+	m, ok := agg.(multi)
+	if !ok {
+		return nil
+	}
+	for _, e := range m.WrappedErrors() {
+		var ne *NodeError
+		if errors.As(e, &ne) && ne.Node == i {
+			return ne
+		}
+	}
+	return nil
+}
+
+// Release deletes the lock on every master that holds it, in parallel, and
+// announces the release to waiters.
+//
+// It returns nil once a quorum of masters answered and at least one still
+// held the token; the others finish within the node timeout. It returns
+// ErrLockNotHeld when a quorum answered and none held the token any more:
+// the lock had expired, so it counts as lost and Err reports ErrLockLost. It
+// returns the aggregated *NodeError values when fewer than a quorum could be
+// reached; the lock then stays as it was and Release may be called again. On
+// a lock already lost it still deletes what is left and returns ErrLockLost.
+//
+// For a reentrant lock, Release gives up this hold; the key is freed, and
+// waiters are woken, with the last hold.
+func (l *Lock) Release(ctx context.Context) error {
+	if err := l.valid(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return invalid("nil context")
+	}
+	l.stopWatchdog()
+	l.op.Lock()
+	defer l.op.Unlock()
+	wasLost := false
+	if err := l.usable(); err != nil {
+		if !errors.Is(err, ErrLockLost) {
+			return err
+		}
+		wasLost = true
+	}
+	err := l.release(ctx)
+	switch {
+	case wasLost:
+		return ErrLockLost
+	case err == nil:
+		l.end(releasedState, nil)
+	case errors.Is(err, ErrLockNotHeld):
+		l.end(lost, ErrLockLost)
+	}
+	return err
+}
+
+func (l *Lock) release(ctx context.Context) error {
+	c := l.c
+	n := len(c.nodes)
+	outcomes := make([]released, n)
+	errs := make([]error, n)
+	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: c.nodeTimeout(l.req.ttl), Clock: c.o.clock}.Run(ctx,
+		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+			select { // an acquire still in flight here must land before its delete
+			case <-l.acq.Done(i):
+			case <-ctx.Done():
+				errs[i] = c.nodeErr(i, ctx.Err())
+				return quorumlock.No, errs[i]
+			}
+			r, err := c.nodes[i].release(ctx, l.req)
+			if err != nil {
+				errs[i] = c.nodeErr(i, err)
+				return quorumlock.No, errs[i]
+			}
+			outcomes[i] = r
+			return quorumlock.Yes, nil
+		})
+	if err != nil {
+		return err
+	}
+	if t := tally(outcomes, res.Yes); t.freed {
+		c.hub.notify(l.req.key)
+		if res.OK() {
+			return nil
+		}
+	} else if t.held && res.OK() {
+		return nil
+	}
+	// The first answers did not settle it: hear every master, each bounded by
+	// the node timeout, before saying nobody held the lock.
+	res.Wait(ctx)
+	var answered []int
+	var failed []error
+	for i := range n {
+		select {
+		case <-res.Done(i):
+			if errs[i] == nil {
+				answered = append(answered, i)
+				continue
+			}
+			failed = append(failed, errs[i])
+		default: // still running: its slots are not ours to touch
+			failed = append(failed, c.nodeErr(i, errNoReply))
+		}
+	}
+	agg := quorumlock.Aggregate(failed...)
+	t := tally(outcomes, answered)
+	switch {
+	case len(answered) >= c.quorum && t.held:
+		return nil
+	case len(answered) >= c.quorum && agg == nil:
+		return fmt.Errorf("%w: no master still held key %q", ErrLockNotHeld, l.req.key)
+	case len(answered) >= c.quorum:
+		return fmt.Errorf("%w: no reachable master still held key %q: %w", ErrLockNotHeld, l.req.key, agg)
+	}
+	return agg
+}
+
+type releaseTally struct{ held, freed bool }
+
+func tally(outcomes []released, nodes []int) releaseTally {
+	var t releaseTally
+	for _, i := range nodes {
+		t.held = t.held || outcomes[i] != notHeld
+		t.freed = t.freed || outcomes[i] == freed
+	}
+	return t
+}

@@ -1,0 +1,236 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// request names one lock operation on one master.
+type request struct {
+	key, token, owner string
+	ttl               time.Duration // for acquire and extend
+	keep              time.Duration // how long the fencing counter outlives the lock
+}
+
+// grant is one master's answer to an acquire.
+type grant struct {
+	ok      bool
+	counter int64         // the key's fencing counter, when ok
+	pttl    time.Duration // the holder's remaining TTL, when not ok; < 0 if it has none
+}
+
+// released is one master's answer to a release.
+type released int8
+
+const (
+	notHeld   released = iota // the token held nothing here
+	freed                     // the key was deleted and the release announced
+	stillHeld                 // a reentrant lock keeps other holds
+)
+
+// keyState is one master's view of a key, for Inspect.
+type keyState struct {
+	holder  string
+	holds   int
+	pttl    time.Duration
+	counter int64
+}
+
+// node is one master as the algorithm uses it. The Redis implementation is
+// redisNode; tests substitute in-memory nodes to drive every outcome.
+type node interface {
+	addr() string
+	acquire(ctx context.Context, r request) (grant, error)
+	extend(ctx context.Context, r request) (bool, error)
+	release(ctx context.Context, r request) (released, error)
+	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
+	inspect(ctx context.Context, key string) (keyState, error)
+	// health returns what the restart guard last learned of the master.
+	health() health
+	// subscriber returns a connection for the release announcements.
+	subscriber(ctx context.Context) (redis.Conn, error)
+}
+
+// redisNode runs the lock's scripts on one master through a pool.Pool.
+type redisNode struct {
+	pool    pool.Pool
+	scripts *scriptSet
+	guard   *guard // nil when the restart guard is off
+}
+
+func (n *redisNode) addr() string { return n.pool.Addr() }
+
+func (n *redisNode) health() health { return n.guard.load() }
+
+func (n *redisNode) subscriber(ctx context.Context) (redis.Conn, error) {
+	d, ok := n.pool.(pool.Dialer)
+	if !ok {
+		return nil, errNoPubSub
+	}
+	return d.Dial(ctx)
+}
+
+// errNoPubSub: the pool cannot open a connection of its own, so waiters on
+// this master fall back to their backoff.
+var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not implement pool.Dialer)")
+
+func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
+	v, err := n.eval(ctx, n.scripts.acquire,
+		r.key, fenceKey(r.key), fenceFloorKey,
+		r.token, ms(r.ttl), r.owner, ms(r.keep))
+	if err != nil {
+		return grant{}, err
+	}
+	xs, err := redis.Int64s(v, nil)
+	if err != nil || len(xs) != 2 {
+		return grant{}, fmt.Errorf("acquire: unexpected reply %v", v)
+	}
+	if xs[0] == 1 {
+		return grant{ok: true, counter: xs[1]}, nil
+	}
+	return grant{pttl: time.Duration(xs[1]) * time.Millisecond}, nil
+}
+
+func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
+	v, err := redis.Int64(n.eval(ctx, n.scripts.extend,
+		r.key, fenceKey(r.key), r.token, ms(r.ttl), r.owner, ms(r.keep)))
+	return v == 1, err
+}
+
+func (n *redisNode) release(ctx context.Context, r request) (released, error) {
+	v, err := redis.Int64(n.eval(ctx, n.scripts.release,
+		r.key, r.token, r.owner, releaseChannel(r.key)))
+	return released(v), err
+}
+
+func (n *redisNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
+	v, err := redis.Int64(n.eval(ctx, n.scripts.fence,
+		r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.keep)))
+	return v == 1, err
+}
+
+func (n *redisNode) inspect(ctx context.Context, key string) (keyState, error) {
+	v, err := redis.Values(n.eval(ctx, n.scripts.inspect, key, fenceKey(key), fenceFloorKey))
+	if err != nil {
+		return keyState{}, err
+	}
+	var s keyState
+	var pttl int64
+	if _, err := redis.Scan(v, &s.holder, &s.holds, &pttl, &s.counter); err != nil {
+		return keyState{}, fmt.Errorf("inspect: %w", err)
+	}
+	s.pttl = time.Duration(pttl) * time.Millisecond
+	return s, nil
+}
+
+// eval runs a script, keys first then arguments. A connection found dead
+// (the master restarted since it was pooled) is replaced, within ctx.
+func (n *redisNode) eval(ctx context.Context, s *script, keysAndArgs ...any) (any, error) {
+	var err error
+	for try := 0; try < 3; try++ {
+		var v any
+		var retry bool
+		v, retry, err = n.evalOnce(ctx, s, keysAndArgs)
+		if !retry {
+			return v, err
+		}
+	}
+	return nil, err
+}
+
+func (n *redisNode) evalOnce(ctx context.Context, s *script, keysAndArgs []any) (reply any, retry bool, err error) {
+	conn, err := n.pool.Get(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer conn.Close()
+	timeout, err := remaining(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	args := make([]any, 0, 2+len(keysAndArgs))
+	args = append(args, s.sha, s.keys)
+	args = append(args, keysAndArgs...)
+
+	if check, dials := n.guard.due(n.pool); check {
+		reply, err = n.evalChecked(conn, timeout, dials, args)
+	} else {
+		reply, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", args...)
+	}
+	if isNoScript(err) {
+		args[0] = s.src
+		reply, err = redis.DoWithTimeout(conn, timeout, "EVAL", args...)
+	}
+	if err != nil && stale(err) && ctx.Err() == nil {
+		n.guard.connectionLost()
+		return nil, true, err
+	}
+	return reply, false, err
+}
+
+// evalChecked sends the restart guard's questions ahead of the script on the
+// same connection: one round trip, and the answer is in before the vote counts.
+func (n *redisNode) evalChecked(conn redis.Conn, timeout time.Duration, dials uint64, args []any) (any, error) {
+	conn.Send("INFO", "server")
+	conn.Send("CONFIG", "GET", "append*")
+	conn.Send("EVALSHA", args...)
+	all, err := redis.Values(redis.DoWithTimeout(conn, timeout, ""))
+	if err != nil {
+		return nil, err
+	}
+	if len(all) != 3 {
+		return nil, fmt.Errorf("pipeline: %d replies, want 3", len(all))
+	}
+	n.guard.observe(n.addr(), all[0], all[1], dials)
+	if e, ok := all[2].(redis.Error); ok {
+		return nil, e
+	}
+	return all[2], nil
+}
+
+func remaining(ctx context.Context) (time.Duration, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, errors.New("operation has no deadline")
+	}
+	d := time.Until(dl)
+	if d <= 0 {
+		return 0, context.DeadlineExceeded
+	}
+	return d, nil
+}
+
+func isNoScript(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
+}
+
+// stale reports errors of a connection that died while it sat in the pool,
+// as after a master restart; a fresh connection may well succeed.
+func stale(err error) bool {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
+// ms renders a duration as whole milliseconds for PX and PEXPIRE.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -1,0 +1,183 @@
+package redlock
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/clock"
+)
+
+// Defaults, in one place. Each With… option documents the one it overrides.
+const (
+	DefaultDriftFactor    = 0.01
+	DefaultDriftMargin    = 2 * time.Millisecond
+	DefaultNodeTimeout    = 50 * time.Millisecond
+	DefaultFenceRetention = 10 * time.Minute
+	// restartGuardAuto is the window's marker for "the longest TTL used plus drift".
+	restartGuardAuto = time.Duration(-1)
+)
+
+// DefaultRetry is the backoff Lock uses between attempts when no
+// release announcement wakes it first: exponential from 4 ms up to 512 ms,
+// with full jitter.
+func DefaultRetry() Backoff { return ExponentialBackoff(4*time.Millisecond, 512*time.Millisecond) }
+
+type options struct {
+	drift        quorumlock.Drift
+	nodeTimeout  time.Duration
+	quorum       int // 0: majority
+	retry        Backoff
+	clock        clock.Clock
+	logger       *slog.Logger
+	tokens       func() (string, error)
+	restartGuard time.Duration
+	fenceKeep    time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		drift:        quorumlock.Drift{Factor: DefaultDriftFactor, Margin: DefaultDriftMargin},
+		nodeTimeout:  DefaultNodeTimeout,
+		retry:        DefaultRetry(),
+		clock:        clock.Real(),
+		logger:       slog.Default(),
+		tokens:       RandomToken,
+		restartGuard: restartGuardAuto,
+		fenceKeep:    DefaultFenceRetention,
+	}
+}
+
+// Option configures a Client.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithDriftFactor sets the share of each TTL held back for clock drift
+// between masters. Default 0.01. Must be in [0, 1).
+func WithDriftFactor(f float64) Option { return optionFunc(func(o *options) { o.drift.Factor = f }) }
+
+// WithDriftMargin sets the fixed part of the drift reserve, which also covers
+// Redis's 1 ms expiry granularity. Default 2ms. Must not be negative.
+func WithDriftMargin(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.drift.Margin = d })
+}
+
+// WithNodeTimeout bounds each master's part of an operation: dial, write and
+// read. A master that does not answer in time counts as a no. Default 50ms.
+// Must be positive. Per lock it is never more than a tenth of the TTL.
+func WithNodeTimeout(d time.Duration) Option { return optionFunc(func(o *options) { o.nodeTimeout = d }) }
+
+// WithQuorum sets how many masters must agree. Default N/2+1. Must be at
+// least a majority and at most N; more than a majority trades availability
+// for nothing but is allowed.
+func WithQuorum(n int) Option { return optionFunc(func(o *options) { o.quorum = n }) }
+
+// WithRetry sets the backoff Lock uses between attempts when no release
+// announcement wakes it first. Default DefaultRetry(). Must not be nil.
+func WithRetry(b Backoff) Option { return optionFunc(func(o *options) { o.retry = b }) }
+
+// WithClock sets the clock. Default clock.Real(). Must not be nil.
+func WithClock(c clock.Clock) Option { return optionFunc(func(o *options) { o.clock = c }) }
+
+// WithLogger sets where the client reports what it does on its own, such as a
+// master put in quarantine by the restart guard. Default slog.Default().
+// Must not be nil.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
+
+// WithTokenGenerator sets how lock tokens are made. Default RandomToken, 128
+// bits from crypto/rand. Tokens must be unique across every client that may
+// lock the same keys; a generator that returns "" or an error fails the attempt.
+// Must not be nil.
+func WithTokenGenerator(f func() (string, error)) Option {
+	return optionFunc(func(o *options) { o.tokens = f })
+}
+
+// WithRestartGuard sets how long a master that restarted stays out of the
+// quorum: its votes do not count until its uptime reaches window, though keys
+// are still set and deleted there so it rejoins in step. Default: the longest
+// TTL this client has used, plus its drift reserve. 0 turns the guard off.
+// Must not be negative. A master with appendonly yes and appendfsync always
+// keeps its keys across a restart and is never quarantined.
+func WithRestartGuard(window time.Duration) Option {
+	return optionFunc(func(o *options) { o.restartGuard = window })
+}
+
+// WithFenceRetention sets how long a key's fencing counter is kept after its
+// lock was last held. Default 10m. Must be positive. Memory on each master is
+// bounded by the keys locked within this time; a key locked again after its
+// counter was dropped still gets a larger fence, from a per-master floor.
+func WithFenceRetention(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.fenceKeep = d })
+}
+
+func (o *options) validate(n int) error {
+	switch {
+	case math.IsNaN(o.drift.Factor) || o.drift.Factor < 0 || o.drift.Factor >= 1:
+		return invalid("drift factor %v is outside [0, 1)", o.drift.Factor)
+	case o.drift.Margin < 0:
+		return invalid("drift margin %v is negative", o.drift.Margin)
+	case o.nodeTimeout <= 0:
+		return invalid("node timeout %v is not positive", o.nodeTimeout)
+	case o.quorum != 0 && o.quorum < quorumlock.Quorum(n):
+		return invalid("quorum %d is below a majority of %d nodes (%d)", o.quorum, n, quorumlock.Quorum(n))
+	case o.quorum > n:
+		return invalid("quorum %d is above the %d nodes", o.quorum, n)
+	case o.retry == nil:
+		return invalid("nil retry strategy")
+	case o.clock == nil:
+		return invalid("nil clock")
+	case o.logger == nil:
+		return invalid("nil logger")
+	case o.tokens == nil:
+		return invalid("nil token generator")
+	case o.restartGuard < 0 && o.restartGuard != restartGuardAuto:
+		return invalid("restart guard window %v is negative", o.restartGuard)
+	case o.fenceKeep <= 0:
+		return invalid("fence retention %v is not positive", o.fenceKeep)
+	}
+	return nil
+}
+
+// LockOption configures one acquisition.
+type LockOption interface{ applyLock(*lockOptions) }
+
+type lockOptionFunc func(*lockOptions)
+
+func (f lockOptionFunc) applyLock(o *lockOptions) { f(o) }
+
+type lockOptions struct {
+	owner      string
+	ownerSet   bool
+	autoExtend bool
+}
+
+// WithOwner makes the acquisition reentrant for owner: if owner already holds
+// the key, the acquisition succeeds at once, adds a hold and refreshes the TTL
+// (never shortening it). Each hold is released on its own; the key is freed
+// with the last. A different owner, or a plain lock, gets ErrNotObtained.
+// Default: a plain, non-reentrant lock. owner must not be empty.
+func WithOwner(owner string) LockOption {
+	return lockOptionFunc(func(o *lockOptions) { o.owner, o.ownerSet = owner, true })
+}
+
+// WithAutoExtend keeps the lock extended, every ttl/3, until Release. If an
+// extension cannot reach a quorum before the validity runs out, the lock is
+// lost: Done is closed and Err returns ErrLockLost. Default: off.
+func WithAutoExtend() LockOption {
+	return lockOptionFunc(func(o *lockOptions) { o.autoExtend = true })
+}
+
+// RandomToken returns 128 random bits from crypto/rand as 32 hex digits.
+func RandomToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,59 @@
+package redlock
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// Key names this library writes besides the lock key itself. Keys that start
+// with reservedPrefix are refused as lock keys.
+const (
+	reservedPrefix = "quorumlock:"
+	fenceFloorKey  = reservedPrefix + "fence-floor"
+)
+
+func fenceKey(key string) string       { return reservedPrefix + "fence:" + key }
+func releaseChannel(key string) string { return reservedPrefix + "released:" + key }
+
+// script is one Lua script, sent by hash and by source when the master does
+// not have it cached.
+type script struct {
+	name string
+	keys int
+	src  string
+	sha  string
+}
+
+type scriptSet struct {
+	acquire, extend, release, fence, inspect *script
+}
+
+func loadScripts() scriptSet {
+	lib := mustRead("lib.lua")
+	mk := func(name string, keys int) *script {
+		src := lib + "\n" + mustRead(name+".lua")
+		sum := sha1.Sum([]byte(src))
+		return &script{name: name, keys: keys, src: src, sha: hex.EncodeToString(sum[:])}
+	}
+	return scriptSet{
+		acquire: mk("acquire", 3),
+		extend:  mk("extend", 2),
+		release: mk("release", 1),
+		fence:   mk("fence", 3),
+		inspect: mk("inspect", 3),
+	}
+}
+
+// mustRead reads an embedded script. The files are compiled into the binary,
+// so a failure is a build defect, not a run-time condition.
+func mustRead(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic("redlock: embedded script missing: " + name)
+	}
+	return string(b)
+}

@@ -1,0 +1,16 @@
+-- Reads the state of one lock, changing nothing.
+-- KEYS[1] lock, KEYS[2] its fencing counter, KEYS[3] the node's fence floor
+-- Returns {holder, holds, PTTL, counter}: holder is the token of a plain lock,
+-- "owner:<owner>" for a reentrant one, "" when free, or "?<type>" for a key
+-- this library did not write; holds counts a reentrant lock's holds.
+local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
+local kind = redis.call('TYPE', lock).ok
+local holder, holds = '', 0
+if kind == 'string' then
+  holder, holds = redis.call('GET', lock), 1
+elseif kind == 'hash' and redis.call('HEXISTS', lock, 'owner') == 1 then
+  holder, holds = 'owner:' .. redis.call('HGET', lock, 'owner'), redis.call('HLEN', lock) - 1
+elseif kind ~= 'none' then
+  holder = '?' .. kind
+end
+return {holder, holds, redis.call('PTTL', lock), counter(ckey, floor)}
