@@ -1,0 +1,27 @@
+# The test command of the README and of CI is `make test`.
+GO      ?= go
+# Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
+MODULES := chaos bench
+
+.PHONY: test lint unit chaos bench
+
+test: lint unit chaos
+
+# gofmt, go vet and go mod tidiness over every module.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@for m in $(MODULES); do if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./...) || exit 1; fi; done
+
+# The library, the command and their integration tests against real redis-server processes.
+unit:
+	$(GO) test -race -count=1 ./...
+
+# The chaos suite (its own module): see chaos/README.md.
+chaos:
+	@if [ -f chaos/go.mod ]; then cd chaos && $(GO) test -count=1 -timeout 15m ./...; fi
+
+# Benchmarks: the library's own, then the side-by-side comparison with redsync and a raw floor.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
+	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 5 ./...; fi
