@@ -1,0 +1,14 @@
+// Package check holds the suite's four checkers. Each reads a run's history
+// (and, for C4, the masters themselves) and says whether the lock kept its
+// promise:
+//
+//   - C1 Exclusion: no two holds of a key overlap on the run's clock.
+//   - C2 Lost: no acknowledged element of the shared set went missing.
+//   - C3 Fenced: the fenced store never accepted a write from a holder
+//     after a newer holder had written.
+//   - C4 Leftovers and Liveness: once faults heal and a TTL passes, no
+//     master keeps a failed attempt's token, and the lock can be taken again.
+//
+// A checker that has never fired proves nothing, so each has tests that feed
+// it a bad history and see it fire.
+package check

@@ -1,0 +1,69 @@
+package check
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// TestScan_RealMasters_FindsLeftovers writes what a broken roll-back would
+// leave on real masters and checks that the scan and C4 report it.
+func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
+	servers := redistest.Start(t, 2, redistest.Ephemeral)
+	addrs := redistest.Addrs(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	write := func(addr string, cmds ...[]any) {
+		conn, err := redis.DialContext(ctx, "tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		for _, c := range cmds {
+			_, err := conn.Do(c[0].(string), c[1:]...)
+			require.NoError(t, err)
+		}
+	}
+	write(addrs[0],
+		[]any{"SET", "lock-a", "failed-token", "PX", 60000},
+		[]any{"SET", "lock-b", "held-token", "PX", 60000},
+		[]any{"SET", "quorumlock:fence:lock-a", 7}, // library bookkeeping: not a lock key
+	)
+	write(addrs[1],
+		[]any{"HSET", "lock-c", "owner", "me", "hold:other-failed", 1},
+		[]any{"SET", "lock-d", "held-token"}, // no expiry
+	)
+
+	keys, errs := Scan(ctx, addrs)
+	require.Empty(t, errs)
+	assert.Len(t, keys, 4)
+	r := Leftovers(keys, map[string]bool{"failed-token": true, "other-failed": true})
+	assert.False(t, r.OK())
+	var failedKeys, noTTL []string
+	for _, k := range r.Failed {
+		failedKeys = append(failedKeys, k.Key)
+	}
+	for _, k := range r.NoTTL {
+		noTTL = append(noTTL, k.Key)
+	}
+	assert.ElementsMatch(t, []string{"lock-a", "lock-c"}, failedKeys)
+	assert.ElementsMatch(t, []string{"lock-c", "lock-d"}, noTTL)
+}
+
+// TestScan_DeadMaster_ReportsItApart keeps the keys of the masters that
+// answered and names the one that did not.
+func TestScan_DeadMaster_ReportsItApart(t *testing.T) {
+	servers := redistest.Start(t, 2, redistest.Ephemeral)
+	require.NoError(t, servers[1].Kill())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys, errs := Scan(ctx, redistest.Addrs(servers))
+	assert.Empty(t, keys)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "node 1")
+}
