@@ -1,0 +1,176 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// Config says what the clients do.
+type Config struct {
+	Key     string
+	TTL     time.Duration
+	Clients []*redlock.Client // one per client, index = client number
+	History *history.History
+	Set     *Set
+	Store   *Fenced
+	Gate    *Gate
+	// Seed seeds each client's random pauses; the same seed gives the same
+	// sequence of pauses, not the same run.
+	Seed uint64
+	// MaxOps bounds each client's operations.
+	MaxOps int
+	// Pause is the longest random pause between the read and the write of
+	// the shared set. Jepsen's lock-set uses 0-20 ms.
+	Pause time.Duration
+	// Backoff is the longest wait after a failed attempt; the wait is
+	// random in [Backoff/4, Backoff].
+	Backoff time.Duration
+	// CatchBound is the longest a caught holder stays frozen, so that a
+	// scenario that forgets to resume it cannot hang the run.
+	CatchBound time.Duration
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Key == "" || c.TTL <= 0:
+		return errors.New("workload: need a key and a positive TTL")
+	case len(c.Clients) == 0:
+		return errors.New("workload: no clients")
+	case c.History == nil || c.Set == nil || c.Store == nil || c.Gate == nil:
+		return errors.New("workload: need a history, a set, a fenced store and a gate")
+	case c.MaxOps <= 0 || c.Backoff <= 0 || c.CatchBound <= 0 || c.Pause < 0:
+		return errors.New("workload: need positive MaxOps, Backoff and CatchBound, and a Pause >= 0")
+	}
+	return nil
+}
+
+// Workload is a set of clients contending for one key.
+type Workload struct {
+	cfg   Config
+	valve valve
+	elems atomic.Int64
+}
+
+// New returns a workload for cfg.
+func New(cfg Config) (*Workload, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Workload{cfg: cfg}, nil
+}
+
+// Run runs every client until ctx is done or it reached MaxOps, and returns
+// when all have stopped. Releases and extensions that are under way when
+// ctx ends still finish, each within its own bound.
+func (w *Workload) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range w.cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.client(ctx, i)
+		}()
+	}
+	wg.Wait()
+}
+
+// HoldOff stops the clients from starting new attempts and waits until the
+// operations in flight are done, or ctx is done. Resume undoes it.
+func (w *Workload) HoldOff(ctx context.Context) error { return w.valve.close(ctx) }
+
+// Resume lets the clients go on after HoldOff.
+func (w *Workload) Resume() { w.valve.open() }
+
+func (w *Workload) client(ctx context.Context, i int) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(i)))
+	for op := 0; op < w.cfg.MaxOps; op++ {
+		if !w.valve.enter(ctx) {
+			return
+		}
+		held := w.once(ctx, i, rng)
+		w.valve.leave()
+		// After a failure, back off; after a release, give the others a
+		// chance before trying again.
+		wait := time.Duration(rng.Int64N(int64(time.Millisecond) * 3))
+		if !held {
+			wait = w.cfg.Backoff/4 + time.Duration(rng.Int64N(int64(w.cfg.Backoff*3/4)+1))
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// once makes one attempt and, if it got the lock, runs the critical section.
+// It reports whether it got the lock.
+func (w *Workload) once(ctx context.Context, i int, rng *rand.Rand) bool {
+	h := w.cfg.History
+	start := h.Now()
+	l, err := w.cfg.Clients[i].TryLock(ctx, w.cfg.Key, w.cfg.TTL)
+	end := h.Now()
+	h.Attempt(history.Attempt{Client: i, Start: start, End: end, OK: err == nil, Err: err})
+	if err != nil {
+		return false
+	}
+	hold := history.Hold{
+		Client: i, Key: w.cfg.Key, Token: l.Token(), Fence: l.Fence(),
+		Acquired: end, Until: h.At(l.Until()),
+	}
+	hold.ID = h.Acquire(hold)
+	w.critical(ctx, i, rng, l, hold)
+	return true
+}
+
+// critical is the critical section: read the shared set, pause, check the
+// validity, pass the gate, write the set back with one element more, write
+// to the fenced store, and release. A holder caught at the gate also
+// extends before it releases, which is how a paused client learns that its
+// lock is gone.
+func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlock.Lock, hold history.Hold) {
+	h := w.cfg.History
+	// Releases and extensions must happen even when the run is ending.
+	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+
+	before := w.cfg.Set.Read()
+	time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
+	if l.Validity() <= 0 {
+		h.UpdateHold(hold.ID, func(x *history.Hold) { x.Skipped = true })
+	} else {
+		caught := w.cfg.Gate.point(ctx, hold, w.cfg.CatchBound)
+		elem := w.elems.Add(1)
+		w.cfg.Set.Write(append(before, elem))
+		h.Ack(elem)
+		w.cfg.Store.Write(hold.ID, i, hold.Fence)
+		h.UpdateHold(hold.ID, func(x *history.Hold) { x.Element, x.Caught = elem, caught })
+		if caught {
+			err := l.Extend(after, w.cfg.TTL)
+			h.UpdateHold(hold.ID, func(x *history.Hold) { x.Extended, x.ExtendErr = true, err })
+		}
+	}
+	h.UpdateHold(hold.ID, func(x *history.Hold) { x.Released = h.Now() })
+	err := l.Release(after)
+	h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr = err })
+}
+
+// sleep waits d or until ctx is done, and reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

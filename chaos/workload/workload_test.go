@@ -1,0 +1,112 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/quorumlock/quorumlock/chaos/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestFenced_AcceptsOnlyTheHighestFence(t *testing.T) {
+	h := history.New()
+	f := NewFenced(h)
+	tests := []struct {
+		fence int64
+		want  bool
+	}{{3, true}, {3, true}, {5, true}, {4, false}, {5, true}, {1, false}, {6, true}}
+	for i, tt := range tests {
+		assert.Equal(t, tt.want, f.Write(i, 0, tt.fence), "write %d with fence %d", i, tt.fence)
+	}
+	assert.Equal(t, int64(6), f.Highest())
+	ws := h.Snapshot().Writes
+	require.Len(t, ws, len(tests))
+	for i, w := range ws {
+		assert.Equal(t, i, w.Seq)
+		assert.Equal(t, tests[i].want, w.Accepted)
+	}
+}
+
+func TestSet_ReadModifyWriteWithoutLockLosesAnElement(t *testing.T) {
+	var s Set
+	a, b := s.Read(), s.Read() // two clients read at once
+	s.Write(append(a, 1))
+	s.Write(append(b, 2))
+	assert.Equal(t, []int64{2}, s.Read())
+}
+
+func TestGate_FreezesTheMatchingHolderUntilResumed(t *testing.T) {
+	var g Gate
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// A holder that does not match passes at once.
+	assert.False(t, g.point(ctx, history.Hold{Client: 1}, time.Second))
+
+	passed := make(chan bool, 2)
+	go func() { passed <- g.point(ctx, history.Hold{Client: 1}, 5*time.Second) }()
+	go func() { passed <- g.point(ctx, history.Hold{Client: 2}, 5*time.Second) }()
+	c, err := g.Catch(ctx, func(h history.Hold) bool { return h.Client == 2 })
+	require.NoError(t, err)
+	assert.Equal(t, 2, c.Hold.Client)
+	assert.False(t, <-passed, "client 1 is not caught")
+	select {
+	case <-passed:
+		t.Fatal("the caught holder went on before Resume")
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.Resume()
+	c.Resume() // idempotent
+	assert.True(t, <-passed)
+}
+
+func TestGate_CatchGivesUpWhenCtxEnds(t *testing.T) {
+	var g Gate
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := g.Catch(ctx, func(history.Hold) bool { return true })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	// The catch is withdrawn: a holder now passes.
+	assert.False(t, g.point(context.Background(), history.Hold{}, time.Second))
+}
+
+func TestGate_BoundFreesAForgottenHolder(t *testing.T) {
+	var g Gate
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan bool, 1)
+	go func() { done <- g.point(ctx, history.Hold{}, 30*time.Millisecond) }()
+	_, err := g.Catch(ctx, func(history.Hold) bool { return true })
+	require.NoError(t, err)
+	assert.True(t, <-done)
+}
+
+func TestValve_HoldOffWaitsForOperationsInFlight(t *testing.T) {
+	var v valve
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.True(t, v.enter(ctx))
+	closed := make(chan error, 1)
+	go func() { closed <- v.close(ctx) }()
+	select {
+	case <-closed:
+		t.Fatal("HoldOff returned with an operation in flight")
+	case <-time.After(30 * time.Millisecond):
+	}
+	v.leave()
+	require.NoError(t, <-closed)
+
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancelShort()
+	assert.False(t, v.enter(short), "no new operation while held off")
+	assert.ErrorIs(t, v.close(ctx), errShut)
+	v.open()
+	assert.True(t, v.enter(ctx))
+	v.leave()
+}
