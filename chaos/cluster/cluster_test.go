@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, KnownLeaks()...) }
 
 // cmd runs one command against addr with a short deadline.
 func cmd(t *testing.T, addr string, timeout time.Duration, name string, args ...any) (any, error) {

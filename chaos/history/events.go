@@ -9,6 +9,7 @@ const AllClients = -1
 // Attempt is one call that tried to take the lock.
 type Attempt struct {
 	Client     int
+	Token      string // the token the attempt used
 	Start, End time.Duration // on the run's clock
 	OK         bool
 	Err        error // why it failed; nil when OK
@@ -42,8 +43,10 @@ type Hold struct {
 	// ExtendErr is the result of an extension made after the holder was
 	// caught; nil if none was made or it succeeded.
 	ExtendErr error
-	// ReleaseErr is the result of the release.
+	// ReleaseErr is the result of the release, once Done.
 	ReleaseErr error
+	// Done is set when the release returned.
+	Done bool
 	// Extended is set when an extension was attempted.
 	Extended bool
 }

@@ -15,7 +15,8 @@ type History struct {
 
 	mu      sync.Mutex
 	rec     Record
-	changed chan struct{} // closed and replaced on every change
+	last    map[int]string // the latest token of each client
+	changed chan struct{}  // closed and replaced on every change
 }
 
 // Record is everything a History holds. A Record returned by Snapshot is a
@@ -37,6 +38,7 @@ func New() *History {
 	return &History{
 		epoch:   time.Now(),
 		rec:     Record{Tokens: map[string]int{}},
+		last:    map[int]string{},
 		changed: make(chan struct{}),
 	}
 }
@@ -62,7 +64,18 @@ func (h *History) update(f func(r *Record)) {
 
 // Token records that client generated token for an attempt.
 func (h *History) Token(client int, token string) {
-	h.update(func(r *Record) { r.Tokens[token] = client })
+	h.update(func(r *Record) {
+		r.Tokens[token] = client
+		h.last[client] = token
+	})
+}
+
+// LastToken returns the token client generated last. A client makes one
+// attempt at a time, so after an attempt it is that attempt's token.
+func (h *History) LastToken(client int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last[client]
 }
 
 // Attempt records one acquisition attempt.

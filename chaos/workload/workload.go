@@ -115,7 +115,7 @@ func (w *Workload) once(ctx context.Context, i int, rng *rand.Rand) bool {
 	start := h.Now()
 	l, err := w.cfg.Clients[i].TryLock(ctx, w.cfg.Key, w.cfg.TTL)
 	end := h.Now()
-	h.Attempt(history.Attempt{Client: i, Start: start, End: end, OK: err == nil, Err: err})
+	h.Attempt(history.Attempt{Client: i, Token: h.LastToken(i), Start: start, End: end, OK: err == nil, Err: err})
 	if err != nil {
 		return false
 	}
@@ -157,7 +157,7 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 	}
 	h.UpdateHold(hold.ID, func(x *history.Hold) { x.Released = h.Now() })
 	err := l.Release(after)
-	h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr = err })
+	h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr, x.Done = err, true })
 }
 
 // sleep waits d or until ctx is done, and reports whether it waited d.

@@ -1,0 +1,106 @@
+package findings
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// delayLink is a TCP relay to one master that can hold back the next
+// segment a client sends, as a network does when that segment is lost and
+// retransmitted, while later connections pass at once.
+type delayLink struct {
+	ln       net.Listener
+	upstream string
+	delay    atomic.Int64 // the next client segment waits this long; 0 = none
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newDelayLink(t *testing.T, upstream string) *delayLink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &delayLink{ln: ln, upstream: upstream}
+	d.wg.Add(1)
+	go d.accept()
+	t.Cleanup(d.close)
+	return d
+}
+
+func (d *delayLink) Addr() string { return d.ln.Addr().String() }
+
+// DelayNext holds back the next segment any client sends by dt.
+func (d *delayLink) DelayNext(dt time.Duration) { d.delay.Store(int64(dt)) }
+
+func (d *delayLink) accept() {
+	defer d.wg.Done()
+	for {
+		c, err := d.ln.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.DialTimeout("tcp", d.upstream, time.Second)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		d.mu.Lock()
+		d.conns = append(d.conns, c, u)
+		d.mu.Unlock()
+		d.wg.Add(2)
+		go func() { // client to master, maybe held back
+			defer d.wg.Done()
+			defer u.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if dt := time.Duration(d.delay.Swap(0)); dt > 0 {
+						time.Sleep(dt)
+					}
+					if _, werr := u.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() { // master to client
+			defer d.wg.Done()
+			defer c.Close()
+			io.Copy(c, u)
+		}()
+	}
+}
+
+func (d *delayLink) close() {
+	d.ln.Close()
+	d.mu.Lock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// closedAddr returns a loopback address nothing listens on: a master that
+// refuses this client, as behind a partition that rejects.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

@@ -1,0 +1,6 @@
+// Package findings holds reproducers of defects that the chaos suite found
+// in the library. Each is a deterministic test against real redis-server
+// processes that asserts what the library promises, so it fails while the
+// defect is there and passes once it is fixed. See README.md in the chaos
+// module for each finding, its evidence and a suggested fix.
+package findings

@@ -1,0 +1,69 @@
+package findings
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows checks the
+// design's claim (design.md, section 4) that the restart guard keeps fences
+// growing across a master that loses its data, "the same way" it keeps
+// mutual exclusion.
+//
+// Five masters; client A reaches n0, n1 and n2, client B reaches n0, n3 and
+// n4 (each sees a majority, the two share n0). A takes the lock five times,
+// so n0, n1 and n2 count five grants. n0 crashes and comes back empty. B
+// waits out the guard window, as the guard and the delayed-restart rule
+// require, then takes the lock: every master of its quorum counts from
+// zero, so its fence is 1, below the 5 that A's last holder had. Mutual
+// exclusion held (A had released); the fence went backwards, so a fenced
+// resource would reject B, the legitimate holder, and would accept a late
+// write from A's last holder.
+func TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	servers := redistest.Start(t, 5, redistest.Ephemeral)
+	n := redistest.Addrs(servers)
+	const key, ttl = "finding-fence", time.Second
+	quiet := redlock.WithLogger(slog.New(slog.DiscardHandler))
+
+	a, err := redlock.NewFromAddrs([]string{n[0], n[1], n[2], closedAddr(t), closedAddr(t)}, quiet) // guard on: the default
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := redlock.NewFromAddrs([]string{n[0], closedAddr(t), closedAddr(t), n[3], n[4]}, quiet)
+	require.NoError(t, err)
+	defer b.Close()
+
+	// Fresh masters are quarantined until up longer than the window.
+	l, err := a.Lock(ctx, key, ttl)
+	require.NoError(t, err)
+	last := l.Fence()
+	require.NoError(t, l.Release(ctx))
+	for range 4 {
+		l, err := a.Lock(ctx, key, ttl)
+		require.NoError(t, err)
+		require.Greater(t, l.Fence(), last)
+		last = l.Fence()
+		require.NoError(t, l.Release(ctx))
+	}
+
+	require.NoError(t, servers[0].Kill())
+	require.NoError(t, servers[0].Restart(redistest.Ephemeral))
+	// Wait out the guard window (TTL plus drift; uptime is read in whole
+	// seconds), and longer than the TTL, as the delayed-restart rule asks.
+	time.Sleep(ttl + 2*time.Second)
+
+	lb, err := b.TryLock(ctx, key, ttl)
+	require.NoError(t, err, "n0 is out of quarantine and n3, n4 are free")
+	defer lb.Release(context.WithoutCancel(ctx))
+	assert.Greater(t, lb.Fence(), last,
+		"B's fence %d is not above the fence %d of the holder before it: n0 lost its counter, and the guard does not restore it", lb.Fence(), last)
+}

@@ -1,0 +1,8 @@
+package scenario
+
+// All returns every scenario, in the order.
+func All() []*Scenario {
+	out := []*Scenario{noFaults(), minorityKilled(), majorityKilled()}
+	out = append(out, restarts()...)
+	return append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause())
+}

@@ -1,0 +1,204 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/quorumlock/chaos/check"
+	"github.com/quorumlock/quorumlock/chaos/cluster"
+	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/chaos/workload"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// Bounds of one run.
+const (
+	// retryBudget is what C4's liveness allows on top of one TTL.
+	retryBudget = 2 * time.Second
+	// injectSlack is how much longer than Run an Inject may take.
+	injectSlack = 30 * time.Second
+	// warmUpLimit bounds the warm-up of each client.
+	warmUpLimit = 20 * time.Second
+	// maxOps bounds each client's operations in one run.
+	maxOps = 5000
+)
+
+// Run plays s on a new cluster of backend b and returns the outcome. Every
+// container, process, proxy and client it starts is removed through
+// tb.Cleanup. An error means the run itself could not be made; a scenario
+// that went otherwise than expected is a Result with Problems.
+func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64) (*Result, error) {
+	began := time.Now()
+	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence})
+	if err != nil {
+		return nil, err
+	}
+	h := history.New()
+	rc := record(c, h)
+	key := "chaos-" + s.ID
+	clients := make([]*redlock.Client, s.Clients)
+	for i := range clients {
+		if clients[i], err = newClient(c.Addrs(i), s, h, i); err != nil {
+			return nil, err
+		}
+		tb.Cleanup(func() { clients[i].Close() })
+	}
+	store := workload.NewFenced(h)
+	env := &Env{Scenario: s, Cluster: rc, History: h, Gate: &workload.Gate{}, Store: store}
+	if s.Setup != nil {
+		if err := s.Setup(ctx, env); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+	}
+	if s.WarmUp {
+		if err := warmUp(ctx, clients, key+"-warmup", s.TTL); err != nil {
+			return nil, err
+		}
+	}
+	set := &workload.Set{}
+	w, err := workload.New(workload.Config{
+		Key: key, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
+		Seed: seed, MaxOps: maxOps, Pause: 20 * time.Millisecond, Backoff: 30 * time.Millisecond,
+		CatchBound: 4*s.TTL + 2*time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.Workload = w
+
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	workDone := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(workDone)
+		w.Run(wctx)
+	}()
+	if s.Inject != nil {
+		ictx, cancel := context.WithTimeout(ctx, s.Run+injectSlack)
+		if err := s.Inject(ictx, env); err != nil {
+			env.Failf("inject: %v", err)
+		}
+		cancel()
+	}
+	if left := s.Run - time.Since(start); left > 0 {
+		env.Sleep(ctx, left)
+	}
+	stop()
+	<-workDone
+	if err := rc.healAll(context.WithoutCancel(ctx)); err != nil {
+		env.Failf("heal: %v", err)
+	}
+
+	r := &Result{Scenario: s, Backend: c.Backend()}
+	r.C4, r.ScanErrs, r.ScanAt, r.Live = residueAndLiveness(ctx, env, s)
+	r.Record = h.Snapshot()
+	r.C1 = check.Exclusion(r.Record.Holds)
+	r.C2 = check.Lost(r.Record.Acked, set.Read())
+	r.C3 = check.Fenced(r.Record.Holds, r.Record.Writes)
+	r.Attempts, r.Locks = len(r.Record.Attempts), len(r.Record.Holds)
+	r.P50, r.P99 = latencies(r.Record.Attempts)
+	r.Marks = env.marks
+	r.Problems = append(r.Problems, env.problems...)
+	if s.Expect != nil {
+		r.Problems = append(r.Problems, s.Expect(r)...)
+	}
+	r.Wall = time.Since(began)
+	return r, nil
+}
+
+// newClient returns one workload client: its own pools over its own links,
+// the scenario's node timeout and guard, tokens recorded in h, and the
+// library's Info and Warn messages kept as notes.
+func newClient(addrs []string, s *Scenario, h *history.History, i int) (*redlock.Client, error) {
+	opts := []redlock.Option{
+		redlock.WithNodeTimeout(s.nodeTimeout()),
+		redlock.WithTokenGenerator(workload.Tokens(h, i)),
+		redlock.WithLogger(slog.New(notes{h: h, client: i})),
+	}
+	if !s.Guard {
+		opts = append(opts, redlock.WithRestartGuard(0))
+	}
+	return redlock.NewFromAddrs(addrs, opts...)
+}
+
+// warmUp has every client take and release the lock once, so that runs with
+// the restart guard on begin with masters old enough to vote.
+func warmUp(ctx context.Context, clients []*redlock.Client, key string, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, warmUpLimit)
+	defer cancel()
+	for i, c := range clients {
+		l, err := c.Lock(ctx, key, ttl)
+		if err != nil {
+			return fmt.Errorf("warm-up of client %d: %w", i, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			return fmt.Errorf("warm-up of client %d: release: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// residueAndLiveness is checker C4. It waits until one TTL has passed since
+// the last fault healed, lists what is left on the masters, then asks a new
+// client for the lock and times it.
+func residueAndLiveness(ctx context.Context, e *Env, s *Scenario) (check.Residue, []error, time.Duration, check.Liveness) {
+	rec := e.History.Snapshot()
+	healed := e.History.Now()
+	for _, f := range rec.Faults {
+		if !f.Open() && f.End > healed {
+			healed = f.End
+		}
+	}
+	wait := healed + s.TTL + 2*s.nodeTimeout() - e.History.Now()
+	if wait > 0 {
+		e.Sleep(ctx, wait)
+	}
+	scanAt := e.History.Now()
+	residue, scanErrs := e.Scan(ctx)
+
+	live := check.Liveness{Bound: s.TTL + retryBudget}
+	addrs := make([]string, e.Cluster.Size())
+	for i := range addrs {
+		addrs[i] = e.Cluster.Direct(i)
+	}
+	c, err := newClient(addrs, s, e.History, -1)
+	if err != nil {
+		live.Err = err
+		return residue, scanErrs, scanAt, live
+	}
+	defer c.Close()
+	lctx, cancel := context.WithTimeout(ctx, live.Bound)
+	defer cancel()
+	start := time.Now()
+	l, err := c.Lock(lctx, "chaos-"+s.ID, s.TTL)
+	live.Took = time.Since(start)
+	if err != nil {
+		live.Err = err
+		return residue, scanErrs, scanAt, live
+	}
+	live.OK = true
+	if err := l.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, redlock.ErrLockNotHeld) {
+		live.Err = fmt.Errorf("release: %w", err)
+	}
+	return residue, scanErrs, scanAt, live
+}
+
+// latencies returns the median and 99th percentile of the attempts' latency.
+func latencies(as []history.Attempt) (p50, p99 time.Duration) {
+	if len(as) == 0 {
+		return 0, 0
+	}
+	ds := make([]time.Duration, len(as))
+	for i, a := range as {
+		ds[i] = a.Latency()
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return at(0.50), at(0.99)
+}

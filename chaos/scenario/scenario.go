@@ -1,0 +1,155 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/quorumlock/chaos/check"
+	"github.com/quorumlock/quorumlock/chaos/cluster"
+	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/chaos/workload"
+)
+
+// Scenario is one fault story with its expected outcome.
+type Scenario struct {
+	ID   string // "04a": the number, and a letter for variants
+	Name string // short, for file names and test names
+	// Shows says in one sentence what the scenario demonstrates.
+	Shows string
+	// Expected says in a few words the outcome the scenario asserts.
+	Expected string
+
+	Nodes, Clients int
+	TTL            time.Duration
+	// NodeTimeout is the clients' per-master timeout; 0 means 100ms, twice
+	// the library's default, so that a loaded test machine does not turn
+	// every scheduling hiccup into a timeout. The library caps it at TTL/10.
+	NodeTimeout time.Duration
+	// Run is how long the workload runs at least; it goes on until Inject
+	// returns.
+	Run         time.Duration
+	Persistence cluster.Persistence
+	// Guard leaves the restart guard on, as the library's default does.
+	// Scenarios that are not about restarts turn it off so that freshly
+	// started masters vote at once.
+	Guard bool
+	// WarmUp makes every client take and release the lock once before the
+	// run, which with the guard on waits until the masters have been up for
+	// longer than the guard window.
+	WarmUp bool
+
+	// Setup runs before the workload, e.g. to partition the clients.
+	Setup func(ctx context.Context, e *Env) error
+	// Inject runs while the workload runs and injects the faults. It should
+	// heal what it breaks, unless leaving it broken is the point.
+	Inject func(ctx context.Context, e *Env) error
+	// Expect checks the result and returns what did not go as expected.
+	Expect func(r *Result) []string
+}
+
+// Title is "04a restart-guard-off".
+func (s *Scenario) Title() string { return s.ID + " " + s.Name }
+
+// nodeTimeout returns the node timeout the clients use.
+func (s *Scenario) nodeTimeout() time.Duration {
+	if s.NodeTimeout > 0 {
+		return s.NodeTimeout
+	}
+	return min(100*time.Millisecond, s.TTL/10)
+}
+
+// Env is what Setup and Inject work with.
+type Env struct {
+	Scenario *Scenario
+	// Cluster records every fault it injects in the history.
+	Cluster  cluster.Cluster
+	History  *history.History
+	Gate     *workload.Gate
+	Workload *workload.Workload // nil during Setup
+	Store    *workload.Fenced
+
+	problems []string
+	marks    map[string]time.Duration
+}
+
+// Mark records the current time under name, for Expect to read from
+// Result.Marks, and returns it.
+func (e *Env) Mark(name string) time.Duration {
+	if e.marks == nil {
+		e.marks = map[string]time.Duration{}
+	}
+	now := e.History.Now()
+	e.marks[name] = now
+	return now
+}
+
+// Deadline returns a context that ends at t on the run's clock.
+func (e *Env) Deadline(ctx context.Context, t time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, e.History.Epoch().Add(t))
+}
+
+// Failf records an expectation that failed while injecting, such as a
+// check that must be made at a precise moment.
+func (e *Env) Failf(format string, args ...any) {
+	e.problems = append(e.problems, fmt.Sprintf(format, args...))
+}
+
+// Notef adds a line to the run's notes.
+func (e *Env) Notef(format string, args ...any) { e.History.Notef(format, args...) }
+
+// Sleep waits d, or returns ctx's error.
+func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Scan lists the lock keys on every master that answers, past every link
+// fault, and the failed attempts' tokens among them.
+func (e *Env) Scan(ctx context.Context) (check.Residue, []error) {
+	addrs := make([]string, e.Cluster.Size())
+	for i := range addrs {
+		addrs[i] = e.Cluster.Direct(i)
+	}
+	keys, errs := check.Scan(ctx, addrs)
+	rec := e.History.Snapshot()
+	return check.Leftovers(keys, rec.FailedTokens()), errs
+}
+
+// Result is the outcome of one run of a scenario on one backend.
+type Result struct {
+	Scenario *Scenario
+	Backend  string
+	Record   history.Record
+	Wall     time.Duration
+
+	C1 []check.Violation
+	C2 check.LostWrites
+	C3 check.Fencing
+	C4 check.Residue
+	// Live is C4's liveness half.
+	Live check.Liveness
+	// ScanErrs are the masters C4 could not read (those left down).
+	ScanErrs []error
+	// ScanAt is when C4 listed the masters' keys.
+	ScanAt time.Duration
+
+	Attempts, Locks int
+	P50, P99        time.Duration // latency of the acquisition attempts
+
+	// Marks are the moments Inject marked, by name.
+	Marks map[string]time.Duration
+
+	// Problems are the expectations that failed; empty means the scenario
+	// went as expected.
+	Problems []string
+}
+
+// Pass reports whether the scenario went as expected.
+func (r *Result) Pass() bool { return len(r.Problems) == 0 }
