@@ -9,7 +9,7 @@ const AllClients = -1
 // Attempt is one call that tried to take the lock.
 type Attempt struct {
 	Client     int
-	Token      string // the token the attempt used
+	Token      string        // the token the attempt used
 	Start, End time.Duration // on the run's clock
 	OK         bool
 	Err        error // why it failed; nil when OK
