@@ -84,6 +84,9 @@ func (d *Docker) Start(ctx context.Context, tb testing.TB, spec Spec) (Cluster, 
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
+	// Runs after the containers and the network are gone, so that no
+	// keep-alive connection of this cluster's requests outlives it.
+	tb.Cleanup(func() { d.pool.Client.HTTPClient.CloseIdleConnections() })
 	host, _ := os.Hostname()
 	c := &dockerCluster{
 		d:       d,

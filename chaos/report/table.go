@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Row is one line of the report table: one scenario on one backend.
@@ -46,7 +47,7 @@ func Table(rows []Row) string {
 	width := make([]int, len(head))
 	for _, row := range cells {
 		for i, c := range row {
-			width[i] = max(width[i], len(c))
+			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}
 	var b strings.Builder

@@ -105,6 +105,8 @@ func restart(v restartVariant) *Scenario {
 		cancel()
 		if err == nil {
 			e.Notef("group B got the lock while client %d was frozen holding it", c.Hold.Client)
+			// Let the two holds overlap visibly before the frozen one goes on.
+			e.Sleep(ctx, min(400*time.Millisecond, until-300*time.Millisecond-e.History.Now()))
 		} else {
 			e.Notef("group B did not get the lock while client %d was frozen holding it", c.Hold.Client)
 		}

@@ -50,6 +50,9 @@ func clockJump() *Scenario {
 		cancel()
 		if err != nil {
 			e.Notef("group B did not write while client %d was frozen", c.Hold.Client)
+		} else {
+			e.Notef("group B took the lock from n0, n3 and n4 and wrote with a higher fence")
+			e.Sleep(ctx, 300*time.Millisecond) // so that the overlap shows on the timeline
 		}
 		c.Resume()
 		return awaitDone(ctx, e, c.Hold.ID)

@@ -1,16 +1,47 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/quorumlock/quorumlock/chaos/report"
 )
 
-// writeTimeline draws the run as out/<backend>-<id>-<name>.svg.
+// TimelineFile returns the file name of a run's timeline.
+func (r *Result) TimelineFile() string {
+	return r.Backend + "-" + r.Scenario.ID + "-" + r.Scenario.Name + ".svg"
+}
+
+// writeTimeline draws the run into dir.
 func writeTimeline(dir string, r *Result) error {
-	f, err := os.Create(filepath.Join(dir, r.Backend+"-"+r.Scenario.ID+"-"+r.Scenario.Name+".svg"))
+	row := r.Row()
+	t := report.Timeline{
+		Title: fmt.Sprintf("%s · %s backend · %s", r.Scenario.Title(), r.Backend, row.Verdict),
+		Lines: []string{
+			r.Scenario.Shows + ".",
+			"Expected: " + r.Scenario.Expected + ".",
+			fmt.Sprintf("Outcome: C1 %d overlaps · C2 %.1f%% lost · C3 %d rejected / %d stale accepted · C4 %s · %d attempts, %d locks, p50 %s, p99 %s",
+				row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, row.C4, row.Ops, row.Locks, shortDuration(row.P50), shortDuration(row.P99)),
+		},
+		Pass:    r.Pass(),
+		Clients: r.Scenario.Clients,
+		Nodes:   r.Scenario.Nodes,
+		Record:  r.Record,
+	}
+	for _, p := range r.Problems {
+		t.Lines = append(t.Lines, "Problem: "+p)
+	}
+	for _, v := range r.C1 {
+		t.Overlaps = append(t.Overlaps, [2]int{v.First.ID, v.Second.ID})
+	}
+	f, err := os.Create(filepath.Join(dir, r.TimelineFile()))
 	if err != nil {
 		return err
 	}
-	_ = f
+	if err := t.WriteSVG(f); err != nil {
+		f.Close()
+		return err
+	}
 	return f.Close()
 }
