@@ -17,9 +17,12 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./...
 
-# The chaos suite (its own module): see chaos/README.md.
+# The chaos suite (its own module): see chaos/README.md. It runs every
+# scenario on the process backend and, when a Docker engine answers, on the
+# docker backend too (REDLOCK_CHAOS_BACKEND=docker|process picks one).
+# -p 1 runs one package at a time, -v streams a progress line per scenario.
 chaos:
-	@if [ -f chaos/go.mod ]; then cd chaos && $(GO) test -count=1 -timeout 15m ./...; fi
+	@if [ -f chaos/go.mod ]; then cd chaos && REDLOCK_CHAOS_BACKEND=$${REDLOCK_CHAOS_BACKEND:-all} $(GO) test -count=1 -timeout 15m -p 1 -v ./...; fi
 
 # Benchmarks: the library's own, then the side-by-side comparison with redsync and a raw floor.
 bench:

@@ -27,6 +27,7 @@ import (
 // delete, on a new connection, arrives first and finds nothing; then the
 // acquire lands and n0 keeps the failed attempt's token for the whole TTL.
 func TestTryLock_AcquireDelayedPastItsRollback_LeavesNoToken(t *testing.T) {
+	requireFindings(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	servers := redistest.Start(t, 3, redistest.Ephemeral)
