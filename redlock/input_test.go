@@ -18,8 +18,8 @@ import (
 type stubPool struct{ a string }
 
 func (p *stubPool) Get(context.Context) (redis.Conn, error) { return nil, errBroken }
-func (p *stubPool) Addr() string                          { return p.a }
-func (p *stubPool) Close() error                          { return nil }
+func (p *stubPool) Addr() string                            { return p.a }
+func (p *stubPool) Close() error                            { return nil }
 
 func stubs(n int) []pool.Pool {
 	out := make([]pool.Pool, n)
