@@ -73,6 +73,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if a.hint > 0 && a.hint < delay {
 			delay = a.hint
 		}
+		if !w.listening() {
+			// A release now could go unheard: poll until the subscription is up.
+			delay = min(delay, c.nodeTimeout(ttl))
+		}
 		if a.split {
 			// Several waiters each won a minority: none holds the lock, and the
 			// rollbacks are done. Retry at once, spread by a little jitter.

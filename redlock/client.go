@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -198,7 +199,16 @@ func (c *Client) vote(i int, window time.Duration) quorumlock.Vote {
 }
 
 func (c *Client) nodeErr(i int, err error) error {
+	if timedOut(err) && !errors.Is(err, errNoReply) {
+		err = fmt.Errorf("%w: %w", errNoReply, err)
+	}
 	return &NodeError{Node: i, Addr: c.nodes[i].addr(), Err: err}
+}
+
+// timedOut reports a deadline reached while waiting on a master.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // check validates what every lock call takes, and returns the TTL as Redis

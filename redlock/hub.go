@@ -99,6 +99,17 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// listening reports whether enough masters confirmed the subscription that
+// any release will be heard.
+func (w *waiter) listening() bool {
+	select {
+	case <-w.q.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 func (w *waiter) poke() {
 	select {
 	case w.wake <- struct{}{}:
