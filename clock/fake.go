@@ -48,9 +48,12 @@ func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Con
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &fakeTimer{clock: f, fn: func() { cancel(context.DeadlineExceeded) }}
 	f.mu.Lock()
-	f.schedule(t, d)
+	due := f.schedule(t, d)
 	deadline := t.when
 	f.mu.Unlock()
+	if due {
+		t.fn()
+	}
 	stop := func() {
 		t.Stop()
 		cancel(context.Canceled)
@@ -89,8 +92,14 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 		f.now = t.when
 		f.remove(t)
+		if t.fn == nil {
+			// Sent under f.mu, so that a Stop or Reset that returns
+			// before it is never followed by this value.
+			t.send(t.when)
+			continue
+		}
 		f.mu.Unlock()
-		t.fire()
+		t.fn()
 		f.mu.Lock()
 	}
 	f.now = end
@@ -124,16 +133,22 @@ func (f *Fake) BlockUntil(ctx context.Context, n int) error {
 }
 
 // schedule parks t to fire at now+d. f.mu must be held.
-func (f *Fake) schedule(t *fakeTimer, d time.Duration) {
+//
+// A t that is due already is not parked: as with time.NewTimer(0), a timer's
+// value is ready before schedule returns, and for a context schedule reports
+// due, and the caller runs t.fn once it has released f.mu.
+func (f *Fake) schedule(t *fakeTimer, d time.Duration) (due bool) {
 	t.when = f.now.Add(d)
 	if d <= 0 {
-		// Due already: fire without waiting for an Advance, as time.NewTimer(0) does.
-		go t.fire()
-		return
+		if t.fn == nil {
+			t.send(f.now)
+		}
+		return t.fn != nil
 	}
 	f.timers = append(f.timers, t)
 	t.active = true
 	f.notify()
+	return false
 }
 
 func (f *Fake) nextDue(end time.Time) *fakeTimer {
@@ -170,13 +185,11 @@ type fakeTimer struct {
 	fn     func()         // for contexts
 }
 
-func (t *fakeTimer) fire() {
-	if t.fn != nil {
-		t.fn()
-		return
-	}
+// send delivers v on a timer's channel unless a value is already waiting
+// there. t.clock.mu must be held.
+func (t *fakeTimer) send(v time.Time) {
 	select {
-	case t.c <- t.when:
+	case t.c <- v:
 	default:
 	}
 }
@@ -193,6 +206,6 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
 	was := t.clock.remove(t)
-	t.clock.schedule(t, d)
+	t.clock.schedule(t, d) // never due for a context: only timers are Reset
 	return was
 }

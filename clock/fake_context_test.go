@@ -89,3 +89,21 @@ func TestFake_WithTimeout_AfterFuncRuns(t *testing.T) {
 		t.Fatal("context.AfterFunc did not run after expiry")
 	}
 }
+
+func TestFake_WithTimeout_NonPositiveIsDoneAtOnce(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		t.Run(d.String(), func(t *testing.T) {
+			f := clock.NewFake(start)
+			for i := range 50 {
+				ctx, cancel := f.WithTimeout(context.Background(), d)
+				// As context.WithTimeout: done before it is returned.
+				require.Equal(t, context.DeadlineExceeded, ctx.Err(), "try %d", i)
+				dl, ok := ctx.Deadline()
+				require.True(t, ok)
+				assert.Equal(t, start.Add(d), dl)
+				cancel()
+			}
+			assert.Zero(t, f.Timers())
+		})
+	}
+}

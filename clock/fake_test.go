@@ -201,3 +201,32 @@ func TestFake_BlockUntil_StoppedTimersDoNotCount(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, f.BlockUntil(ctx, 1), context.DeadlineExceeded)
 }
+
+func TestFake_ConcurrentUse_IsRaceFree(t *testing.T) {
+	f := clock.NewFake(start)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				switch (w + i) % 4 {
+				case 0:
+					tm := f.NewTimer(time.Duration(i) * time.Microsecond)
+					tm.Reset(time.Microsecond)
+					tm.Stop()
+				case 1:
+					ctx, cancel := f.WithTimeout(context.Background(), time.Duration(i)*time.Microsecond)
+					_ = ctx.Err()
+					cancel()
+				case 2:
+					f.Advance(time.Microsecond)
+				case 3:
+					_ = f.Since(start)
+					_ = f.Timers()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
