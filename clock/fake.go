@@ -134,9 +134,9 @@ func (f *Fake) BlockUntil(ctx context.Context, n int) error {
 
 // schedule parks t to fire at now+d. f.mu must be held.
 //
-// A t that is due already is not parked: as with time.NewTimer(0), a timer's
-// value is ready before schedule returns, and for a context schedule reports
-// due, and the caller runs t.fn once it has released f.mu.
+// A t that is due already is not parked. A timer's value is then ready before
+// schedule returns, as with time.NewTimer(0). A context is reported due
+// instead: the caller cancels it once f.mu is released.
 func (f *Fake) schedule(t *fakeTimer, d time.Duration) (due bool) {
 	t.when = f.now.Add(d)
 	if d <= 0 {
@@ -146,7 +146,6 @@ func (f *Fake) schedule(t *fakeTimer, d time.Duration) (due bool) {
 		return t.fn != nil
 	}
 	f.timers = append(f.timers, t)
-	t.active = true
 	f.notify()
 	return false
 }
@@ -164,7 +163,6 @@ func (f *Fake) remove(t *fakeTimer) bool {
 	for i, x := range f.timers {
 		if x == t {
 			f.timers = append(f.timers[:i], f.timers[i+1:]...)
-			t.active = false
 			f.notify()
 			return true
 		}
@@ -178,11 +176,10 @@ func (f *Fake) notify() {
 }
 
 type fakeTimer struct {
-	clock  *Fake
-	when   time.Time
-	active bool
-	c      chan time.Time // for timers
-	fn     func()         // for contexts
+	clock *Fake
+	when  time.Time
+	c     chan time.Time // for timers
+	fn    func()         // for contexts
 }
 
 // send delivers v on a timer's channel unless a value is already waiting
@@ -196,16 +193,34 @@ func (t *fakeTimer) send(v time.Time) {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 
+// drain discards a value delivered but not yet received, and reports whether
+// there was one. t.clock.mu must be held.
+func (t *fakeTimer) drain() bool {
+	select {
+	case <-t.c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop behaves as time.Timer.Stop since Go 1.23: no value is received after
+// it returns, and it reports true if it unparked the timer or discarded a
+// value not yet received.
 func (t *fakeTimer) Stop() bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
-	return t.clock.remove(t)
+	was := t.clock.remove(t)
+	return t.drain() || was
 }
 
+// Reset behaves as time.Timer.Reset since Go 1.23: a value from before the
+// Reset is never received after it, and it reports as Stop does.
 func (t *fakeTimer) Reset(d time.Duration) bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
 	was := t.clock.remove(t)
-	t.clock.schedule(t, d) // never due for a context: only timers are Reset
+	was = t.drain() || was
+	t.clock.schedule(t, d) // a timer, never a context: a due value is sent here
 	return was
 }
