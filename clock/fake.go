@@ -12,6 +12,8 @@ import (
 //
 // Timers and contexts made by a Fake fire during Advance, in deadline order.
 type Fake struct {
+	advance sync.Mutex // serialises Advance, which releases mu while it fires contexts
+
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
@@ -81,8 +83,12 @@ func (c deadlineCtx) Err() error {
 }
 
 // Advance moves the fake time forward by d and fires every timer that falls due,
-// in deadline order.
+// in deadline order. Concurrent calls take turns, so their durations add up.
+// A negative d counts as 0: the fake time never goes backwards.
 func (f *Fake) Advance(d time.Duration) {
+	f.advance.Lock()
+	defer f.advance.Unlock()
+	d = max(d, 0)
 	f.mu.Lock()
 	end := f.now.Add(d)
 	for {

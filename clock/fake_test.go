@@ -230,3 +230,34 @@ func TestFake_ConcurrentUse_IsRaceFree(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestFake_Advance_NegativeNeverMovesBack(t *testing.T) {
+	f := clock.NewFake(start)
+	f.Advance(time.Second)
+	f.Advance(-time.Hour)
+	assert.Equal(t, start.Add(time.Second), f.Now())
+	assert.Equal(t, time.Second, f.Since(start))
+}
+
+func TestFake_Advance_ConcurrentCallsAddUp(t *testing.T) {
+	f := clock.NewFake(start)
+	const workers, steps = 2, 200
+	// Timers spread over the whole range make every Advance release the
+	// lock while it fires them.
+	for i := range workers * steps {
+		f.NewTimer(time.Duration(i+1) * time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range steps {
+				f.Advance(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, start.Add(workers*steps*time.Millisecond), f.Now())
+	assert.Zero(t, f.Timers())
+}
