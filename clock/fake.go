@@ -44,42 +44,16 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return t
 }
 
-// WithTimeout returns a context cancelled with context.DeadlineExceeded when
-// the fake time reaches now+d. Its Deadline reports the fake deadline.
+// WithTimeout returns a context that behaves as one from context.WithTimeout
+// on the fake time: when the fake time reaches now+d it is cancelled with
+// context.DeadlineExceeded, and so is every context derived from it. The
+// context, and those derived from it by context.WithCancel, WithTimeout and
+// the like, are done before Advance returns; a context derived through a
+// context.WithValue layer follows on a goroutine of package context. Its
+// Deadline is the fake deadline, or the parent's if that is earlier. Until it
+// is done it counts as a parked timer.
 func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
-	t := &fakeTimer{clock: f, fn: func() { cancel(context.DeadlineExceeded) }}
-	f.mu.Lock()
-	due := f.schedule(t, d)
-	deadline := t.when
-	f.mu.Unlock()
-	if due {
-		t.fn()
-	}
-	stop := func() {
-		t.Stop()
-		cancel(context.Canceled)
-	}
-	return deadlineCtx{Context: ctx, deadline: deadline}, stop
-}
-
-// deadlineCtx reports a fake deadline and returns DeadlineExceeded as its Err
-// once the fake timer fired, as a context.WithTimeout would.
-type deadlineCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-func (c deadlineCtx) Err() error {
-	if err := c.Context.Err(); err != nil {
-		if cause := context.Cause(c.Context); cause == context.DeadlineExceeded {
-			return cause
-		}
-		return err
-	}
-	return nil
+	return newTimeoutCtx(f, parent, d)
 }
 
 // Advance moves the fake time forward by d and fires every timer that falls due,
