@@ -94,17 +94,8 @@ func defaults() config {
 // (Go durations), max_idle, max_active (integers). Options given to New
 // override what the URL says.
 func New(addr string, opts ...Option) (*Redis, error) {
-	c := defaults()
-	if err := parseAddr(addr, &c); err != nil {
-		return nil, err
-	}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("pool: nil option")
-		}
-		o.apply(&c)
-	}
-	if err := c.validate(); err != nil {
+	c, err := resolve(addr, opts)
+	if err != nil {
 		return nil, err
 	}
 	r := &Redis{addr: c.addr}
@@ -171,6 +162,25 @@ func (r *Redis) Stats() redis.PoolStats { return r.pool.Stats() }
 // Close closes the idle connections. Connections in use are closed when they
 // are given back.
 func (r *Redis) Close() error { return r.pool.Close() }
+
+// resolve builds the configuration New uses: the defaults, then what addr
+// says, then opts, validated.
+func resolve(addr string, opts []Option) (config, error) {
+	c := defaults()
+	if err := parseAddr(addr, &c); err != nil {
+		return config{}, err
+	}
+	for _, o := range opts {
+		if o == nil {
+			return config{}, errors.New("pool: nil option")
+		}
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return config{}, err
+	}
+	return c, nil
+}
 
 func (c *config) validate() error {
 	var errs []string
