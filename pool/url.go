@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -40,8 +41,8 @@ func parseHostPort(addr string, c *config) error {
 		}
 		return fmt.Errorf("pool: address %q: want host:port or a redis:// URL: %s", redact(addr), msg)
 	}
-	if host == "" {
-		return fmt.Errorf("pool: address %q: no host", redact(addr))
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
 	}
 	port, err = checkPort(port)
 	if err != nil {
@@ -79,8 +80,8 @@ func parseURL(addr string, c *config) error {
 		return fmt.Errorf("pool: address %q: scheme %q is not redis or rediss", redact(addr), u.Scheme)
 	}
 	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		return fmt.Errorf("pool: address %q: no host", redact(addr))
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
 	}
 	if port == "" {
 		port = "6379"
@@ -132,6 +133,27 @@ func parseURL(addr string, c *config) error {
 		}
 		if err != nil {
 			return fmt.Errorf("pool: address %q: parameter %s=%q: %v", redact(addr), k, v, err)
+		}
+	}
+	return nil
+}
+
+// checkHost refuses a host that no dialer takes: it must be a DNS name or an
+// IPv4 address (ASCII letters, digits, '-', '.', '_') or an IPv6 address.
+// The host never holds a password: the caller has cut any user information.
+func checkHost(h string) error {
+	if h == "" {
+		return errors.New("no host")
+	}
+	if strings.Contains(h, ":") {
+		if _, err := netip.ParseAddr(h); err != nil {
+			return fmt.Errorf("host %q is not an IPv6 address", h)
+		}
+		return nil
+	}
+	for _, r := range h {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return fmt.Errorf("host %q: %q is not allowed in a host name", h, r)
 		}
 	}
 	return nil
