@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -25,24 +26,24 @@ func startACLRedis(t *testing.T) string {
 		[]any{"ACL", "SETUSER", "alice", "on", ">" + alicePassword, "~*", "&*", "+@all"},
 		[]any{"ACL", "SETUSER", "bob", "on", ">" + bobPassword, "~bob:*", "+@all"},
 		[]any{"CONFIG", "SET", "requirepass", defaultPassword},
-	)
+	).Addr()
 }
 
 // startRedisWithAuth starts a server and runs the setup commands on it.
 // redistest waits for a server with an unauthenticated PING, so
 // authentication is switched on after the start rather than with
 // --requirepass or --user arguments.
-func startRedisWithAuth(t *testing.T, setup ...[]any) string {
+func startRedisWithAuth(t *testing.T, setup ...[]any) *redistest.Server {
 	t.Helper()
-	addr := startRedis(t).Addr()
-	conn, err := redis.Dial("tcp", addr, redis.DialReadTimeout(waitLimit), redis.DialWriteTimeout(waitLimit))
+	srv := startRedis(t)
+	conn, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(waitLimit), redis.DialWriteTimeout(waitLimit))
 	require.NoError(t, err)
 	defer conn.Close()
 	for _, cmd := range setup {
 		_, err := conn.Do(cmd[0].(string), cmd[1:]...)
 		require.NoError(t, err, "%v", cmd[:2])
 	}
-	return addr
+	return srv
 }
 
 func TestAuth_RightCredentials(t *testing.T) {
@@ -124,7 +125,7 @@ func TestAuth_ACLUserIsTheOneUsed(t *testing.T) {
 }
 
 func TestAuth_RequirepassOnly(t *testing.T) {
-	addr := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
+	addr := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword}).Addr()
 
 	ok := newPool(t, addr, pool.WithAuth("", defaultPassword))
 	assert.Equal(t, "PONG", mustDo(t, ok, "PING"))
