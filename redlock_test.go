@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,6 +141,7 @@ func TestFanOut_EveryOutcomeOfFiveNodes(t *testing.T) {
 				}
 			}
 			release := make(chan struct{})
+			var answered atomic.Int32 // nodes that will answer before the deadline, once they have
 			type ret struct {
 				res *quorumlock.Result
 				err error
@@ -150,8 +152,10 @@ func TestFanOut_EveryOutcomeOfFiveNodes(t *testing.T) {
 					func(ctx context.Context, i int) (quorumlock.Vote, error) {
 						switch outs[i] {
 						case succeed:
+							defer answered.Add(1)
 							return quorumlock.Yes, nil
 						case fail:
+							defer answered.Add(1)
 							return quorumlock.No, fmt.Errorf("node %d refused", i)
 						}
 						select { // a hung node answers only after the deadline
@@ -170,6 +174,8 @@ func TestFanOut_EveryOutcomeOfFiveNodes(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				require.NoError(t, clk.BlockUntil(ctx, 1))
 				cancel()
+				// Every node that answers in time has, before the clock reaches the deadline.
+				require.Eventually(t, func() bool { return int(answered.Load()) == ok+failed }, 5*time.Second, 50*time.Microsecond)
 				select {
 				case r = <-done:
 					t.Fatalf("returned before the deadline with %d undecided nodes", hung)

@@ -320,7 +320,7 @@ func (c *Client) expiryHint(res *quorumlock.Result, grants []grant, refused []bo
 
 func heldFor(pttl time.Duration) error {
 	if pttl > 0 {
-		return fmt.Errorf("%w (expires in %v)", errHeld, pttl)
+		return fmt.Errorf("%w (expires in %v)", ErrHeld, pttl)
 	}
-	return errHeld
+	return ErrHeld
 }

@@ -36,7 +36,8 @@ type queue struct {
 	waiters   []*waiter
 	confirmed []bool
 	nconf     int
-	ready     chan struct{} // closed once need masters confirmed the subscription
+	ready     chan struct{} // closed the first time need masters confirmed the subscription
+	readied   bool
 }
 
 type waiter struct {
@@ -99,15 +100,13 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-// listening reports whether enough masters confirmed the subscription that
-// any release will be heard.
+// listening reports whether enough masters confirm the subscription right
+// now that any release will be heard. A dropped connection lowers the count
+// until it is back.
 func (w *waiter) listening() bool {
-	select {
-	case <-w.q.ready:
-		return true
-	default:
-		return false
-	}
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return w.q.nconf >= w.h.need
 }
 
 func (w *waiter) poke() {
@@ -198,7 +197,8 @@ func (h *hub) confirm(node int, key string, on bool) {
 		return
 	}
 	q.nconf++
-	if q.nconf == h.need {
+	if q.nconf >= h.need && !q.readied {
+		q.readied = true
 		close(q.ready)
 	}
 }
