@@ -36,6 +36,7 @@ type subcommand struct {
 
 func subcommands() []subcommand {
 	return []subcommand{
+		{"demo", "watch a quorum lock survive failing masters (runs with nothing but Go)", runDemo},
 		{"status", "show what every master says about a key", runStatus},
 	}
 }
