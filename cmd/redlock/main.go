@@ -37,6 +37,7 @@ type subcommand struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"demo", "watch a quorum lock survive failing masters (runs with nothing but Go)", runDemo},
+		{"run", "run a command while holding a lock", runRun},
 		{"status", "show what every master says about a key", runStatus},
 	}
 }
