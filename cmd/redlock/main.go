@@ -39,6 +39,7 @@ func subcommands() []subcommand {
 		{"demo", "watch a quorum lock survive failing masters (runs with nothing but Go)", runDemo},
 		{"run", "run a command while holding a lock", runRun},
 		{"status", "show what every master says about a key", runStatus},
+		{"bench", "measure acquire+release throughput and latency", runBench},
 	}
 }
 
