@@ -157,8 +157,6 @@ func quarantine(n redlock.NodeStatus) string {
 	if !n.Quarantined {
 		return "no"
 	}
-	if n.Uptime > 0 {
-		return fmt.Sprintf("yes (up %v)", n.Uptime)
-	}
-	return "yes"
+	// Only a master whose uptime is known can be in quarantine.
+	return fmt.Sprintf("yes (up %v)", n.Uptime)
 }
