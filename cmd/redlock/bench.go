@@ -27,13 +27,19 @@ can for --duration. It shows a progress bar on a terminal and a plain line per
 second otherwise, then a table of throughput and p50/p99/max latency.
 
 Without --nodes or $REDLOCK_NODES it starts five in-process masters, which
-share the CPU with the benchmark: use real masters for real numbers.
+share the CPU with the benchmark and run each script in a fresh Lua
+interpreter, far slower than Redis: use real masters for real numbers.
 Against freshly started masters pass --restart-guard 0, or they sit out the
 restart guard's window first. Ctrl-C ends the run early and prints the table.`,
 	examples: `
-  redlock bench                                  in-process masters, 10s
+  # In-process masters, four goroutines, ten seconds.
+  redlock bench
+
+  # Real masters, more load.
   redlock bench --concurrency 16 --duration 30s --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
-  redlock bench --restart-guard 0 > results.txt  progress as plain lines on stderr`,
+
+  # Freshly started masters; the table to a file, progress lines on stderr.
+  redlock bench --restart-guard 0 --nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 > results.txt`,
 }
 
 // benchConfig is bench's flags.

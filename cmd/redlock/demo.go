@@ -28,15 +28,23 @@ left, and the masters that hold its token.
 Without --nodes or $REDLOCK_NODES, the demo starts in-process masters on
 loopback (miniredis; keys expire in real time) and, midway, kills them one by
 one until fewer than a quorum are up, then brings them back: the lock keeps
-working with a majority, stops without one, and resumes. With real masters
-nothing is killed; stop one yourself to watch the same.
+working with a majority, stops without one, and resumes. These masters keep
+their data across the restart, as Redis with appendfsync always does, and
+cannot report their uptime, so the restart guard is off for them unless
+--restart-guard says otherwise. With real masters nothing is killed; stop one
+yourself to watch the same.
 
 The summary counts acquisitions, the most holders at once (counted in this
 process; it must be 1) and whether fences rose strictly. The exit status is 0
 only if all three held.`,
 	examples: `
-  redlock demo                       five in-process masters, 10 seconds
+  # Five in-process masters, three workers, ten seconds.
+  redlock demo
+
+  # Longer, with more contention.
   redlock demo --duration 30s --workers 5
+
+  # Real masters; stop one yourself while it runs.
   redlock demo --nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003`,
 }
 

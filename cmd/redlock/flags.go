@@ -39,7 +39,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, ttl time.Duration, ttlUsage str
 	fs.DurationVar(&c.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "bound on each master's part of an operation; at most ttl/10 per lock")
 	fs.IntVar(&c.quorum, "quorum", 0, "masters that must agree; 0 means a majority, N/2+1")
 	c.restartGuard = guardFlag{auto: true}
-	fs.Var(&c.restartGuard, "restart-guard", "how long a restarted master stays out of the quorum: a duration, 0 for off, or auto (the longest TTL used plus drift)")
+	fs.Var(&c.restartGuard, "restart-guard", "how long a restarted master stays out of the quorum, a `duration`; 0 turns the guard off, auto is the longest TTL used plus drift")
 	fs.DurationVar(&c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
 	fs.BoolVar(&c.verbose, "v", false, "log what the library does on its own (extensions, retries, quarantines)")
 }
@@ -167,7 +167,7 @@ func (cmd command) parse(a *app, fs *flag.FlagSet, args []string) error {
 func (cmd command) help(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: redlock %s %s\n\n%s\n", cmd.name, cmd.synopsis, strings.TrimSpace(cmd.about))
 	if cmd.examples != "" {
-		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(cmd.examples, "\n"))
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.Trim(cmd.examples, "\n"))
 	}
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
@@ -181,7 +181,7 @@ func (cmd command) help(w io.Writer, fs *flag.FlagSet) {
 			fmt.Fprintf(w, " %s", name)
 		}
 		fmt.Fprintf(w, "\n      %s", usage)
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)

@@ -34,14 +34,21 @@ With --wait 0 (the default) there is one attempt; otherwise redlock waits up
 to --wait for the holder to release, woken at once when it does.`,
 	examples: `
   export REDLOCK_NODES=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
-  redlock run --key nightly-report -- ./report.sh      skip if another host runs it
-  redlock run --key migrate --wait 10m -- ./migrate up wait for the current holder
-  redlock run --key cache --ttl 30s --grace 30s -- sh -c 'rebuild && publish'`,
+
+  # Once across the fleet: skip when another host holds the lock (exit 90).
+  redlock run --key nightly-report -- ./report.sh
+
+  # Wait up to ten minutes for the current holder to finish.
+  redlock run --key migrate --wait 10m -- ./migrate up
+
+  # A pipeline gets 30s to stop cleanly if the lock is lost.
+  redlock run --key cache --ttl 30s --grace 30s -- sh -c 'rebuild | publish'`,
 	extra: `Exit status:
   COMMAND's own  COMMAND ran with the lock held throughout (128+N if signal N killed it)
   90             the lock was not obtained: held elsewhere, or --wait ran out
   91             the lock was lost while COMMAND ran
-  1              fewer than a quorum of masters answered, or another failure
+  1              fewer than a quorum of masters can vote (down, or in the restart
+                 guard's quarantine), or another failure
   2              bad flags or arguments
   126, 127       COMMAND could not be executed, or was not found
   128+N          redlock run got signal N while waiting for the lock`,

@@ -27,8 +27,11 @@ takes the TTL the lock holders use from --ttl; --restart-guard overrides it.
 The exit status is 0 when, for every key, a quorum of masters answered and
 may vote; 1 otherwise (with one line on stderr); 2 for bad flags.`,
 	examples: `
+  # Who holds nightly-report, and on which masters?
   redlock status --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 nightly-report
-  REDLOCK_NODES=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 redlock status jobs:a jobs:b`,
+
+  # Several keys; holders that lock with a 1m TTL.
+  REDLOCK_NODES=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 redlock status --ttl 1m jobs:a jobs:b`,
 }
 
 func runStatus(ctx context.Context, a *app, args []string) error {
