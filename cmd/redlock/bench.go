@@ -116,19 +116,28 @@ func runBench(ctx context.Context, a *app, args []string) error {
 
 // benchResult is what the goroutines measured, merged.
 type benchResult struct {
-	elapsed                 time.Duration
+	benchWorker
+	elapsed time.Duration
+}
+
+// benchWorker is one goroutine's measurements.
+type benchWorker struct {
 	total, acquire, release histogram
 	acquireFailed           uint64
 	releaseFailed           uint64
 	firstErr                error
 }
 
-// benchWorker is one goroutine's share, merged at the end.
-type benchWorker struct {
-	total, acquire, release histogram
-	acquireFailed           uint64
-	releaseFailed           uint64
-	firstErr                error
+// merge adds o's measurements to w's.
+func (w *benchWorker) merge(o *benchWorker) {
+	w.total.merge(&o.total)
+	w.acquire.merge(&o.acquire)
+	w.release.merge(&o.release)
+	w.acquireFailed += o.acquireFailed
+	w.releaseFailed += o.releaseFailed
+	if w.firstErr == nil {
+		w.firstErr = o.firstErr
+	}
 }
 
 func benchRun(ctx context.Context, c *redlock.Client, cfg benchConfig, prefix string, p *progress) *benchResult {
@@ -164,15 +173,7 @@ func benchRun(ctx context.Context, c *redlock.Client, cfg benchConfig, prefix st
 	<-reportDone
 	p.finish()
 	for i := range workers {
-		w := &workers[i]
-		r.total.merge(&w.total)
-		r.acquire.merge(&w.acquire)
-		r.release.merge(&w.release)
-		r.acquireFailed += w.acquireFailed
-		r.releaseFailed += w.releaseFailed
-		if r.firstErr == nil {
-			r.firstErr = w.firstErr
-		}
+		r.merge(&workers[i])
 	}
 	return r
 }

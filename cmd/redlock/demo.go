@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &demo{cfg: cfg, out: &ticker{w: a.stdout}, log: newLogger(a.stderr, cfg.verbose)}
+	d := &demo{cfg: cfg, out: &timeline{w: a.stdout}, log: newLogger(a.stderr, cfg.verbose)}
 	var extra []redlock.Option
 	if len(addrs) == 0 {
 		e, err := startEmbedded(cfg.masters)
@@ -128,7 +128,7 @@ func (cfg *demoConfig) validate(fs *flag.FlagSet, realNodes bool) error {
 // demo is one run of the demo.
 type demo struct {
 	cfg     demoConfig
-	out     *ticker
+	out     *timeline
 	log     *slog.Logger
 	masters *embedded // nil with real masters
 	tally   tally
@@ -186,16 +186,16 @@ func (d *demo) header(addrs []string, q int) {
 	fmt.Fprintf(w, "Fences skip numbers: each master counts every grant, also those of attempts that missed the quorum and were rolled back.\n\n")
 }
 
-// ticker prints lines stamped with the time since the demo started.
-type ticker struct {
+// timeline prints lines stamped with the time since the demo started.
+type timeline struct {
 	mu    sync.Mutex
 	w     io.Writer
 	began time.Time
 }
 
-func (t *ticker) start() { t.began = time.Now() }
+func (t *timeline) start() { t.began = time.Now() }
 
-func (t *ticker) printf(format string, args ...any) {
+func (t *timeline) printf(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.w, "%6.2fs  %s\n", time.Since(t.began).Seconds(), fmt.Sprintf(format, args...))
