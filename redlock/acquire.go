@@ -320,4 +320,3 @@ func heldFor(pttl time.Duration) error {
 	}
 	return errHeld
 }
-

@@ -22,11 +22,13 @@ type hub struct {
 	c    *Client
 	need int // subscriptions that guarantee hearing any quorum's release
 
-	mu      sync.Mutex
-	queues  map[string]*queue
-	subs    []*subscriber
-	started bool
-	closed  bool
+	mu       sync.Mutex
+	queues   map[string]*queue
+	subs     []*subscriber
+	started  bool
+	closed   bool
+	deaf     int           // masters that cannot announce: their pool has no pub/sub
+	hopeless chan struct{} // closed once too many are deaf for any confirmation quorum
 }
 
 type queue struct {
@@ -45,7 +47,7 @@ type waiter struct {
 }
 
 func newHub(c *Client) *hub {
-	h := &hub{c: c, queues: map[string]*queue{}}
+	h := &hub{c: c, queues: map[string]*queue{}, hopeless: make(chan struct{})}
 	// A release needs a quorum Q of the N masters; listening on N-Q+1 of
 	// them means listening on at least one master of any such quorum.
 	h.need = len(c.nodes) - c.quorum + 1
@@ -90,6 +92,7 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	defer t.Stop()
 	select {
 	case <-w.q.ready:
+	case <-w.h.hopeless:
 	case <-t.C():
 	case <-ctx.Done():
 	case <-w.h.c.closing:
@@ -201,6 +204,16 @@ func (h *hub) disconnected(node int) {
 	}
 }
 
+// markDeaf records a master that can never announce releases.
+func (h *hub) markDeaf() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deaf++
+	if len(h.subs)-h.deaf == h.need-1 {
+		close(h.hopeless)
+	}
+}
+
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
@@ -266,6 +279,7 @@ func (s *subscriber) run() {
 		if errors.Is(err, errNoPubSub) {
 			c.o.logger.Debug("redlock: no release announcements from master; waiters there use backoff",
 				"addr", c.nodes[s.node].addr(), "err", err)
+			s.h.markDeaf()
 			return
 		}
 		if err == nil {
