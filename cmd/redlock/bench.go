@@ -56,7 +56,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	cfg.register(fs, 10*time.Second, "TTL of each lock")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "goroutines locking at once, each on its own key")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to run")
-	fs.StringVar(&cfg.prefix, "key", "bench", "key prefix; goroutine i locks <prefix>:<run id>:<i>")
+	fs.StringVar(&cfg.prefix, "key", "bench", "key prefix; goroutine i locks <prefix>:<run id>:<i>, and <prefix>:<run id>:<i>.<n> after its n-th failure")
 	if err := benchCmd.parse(a, fs, args); err != nil {
 		return err
 	}
@@ -178,8 +178,22 @@ func benchRun(ctx context.Context, c *redlock.Client, cfg benchConfig, prefix st
 	return r
 }
 
-// loop takes and releases key until ctx ends.
-func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, key string, ttl time.Duration, ops *atomic.Uint64) {
+// loop takes and releases a key of its own until ctx ends. After a failure
+// it moves on to a fresh key: what a failed attempt left behind (a rollback
+// or release that timed out) stays until its TTL runs out, and retrying that
+// key would measure refusals, not locking.
+func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, prefix string, ttl time.Duration, ops *atomic.Uint64) {
+	generation := 0
+	key := prefix
+	failed := func(err error) {
+		if w.firstErr == nil {
+			w.firstErr = err
+		}
+		generation++
+		key = fmt.Sprintf("%s.%d", prefix, generation)
+		// Failures are fast when masters are down; do not spin on them.
+		pause(ctx, time.Millisecond)
+	}
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		l, err := c.TryLock(ctx, key, ttl)
@@ -189,11 +203,7 @@ func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, key string, t
 				return
 			}
 			w.acquireFailed++
-			if w.firstErr == nil {
-				w.firstErr = err
-			}
-			// A failure is fast when masters are down; do not spin on it.
-			pause(ctx, time.Millisecond)
+			failed(err)
 			continue
 		}
 		// The release must happen even if ctx ended meanwhile.
@@ -202,9 +212,7 @@ func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, key string, t
 		w.acquire.record(t1.Sub(t0))
 		if err != nil {
 			w.releaseFailed++
-			if w.firstErr == nil {
-				w.firstErr = err
-			}
+			failed(err)
 			continue
 		}
 		w.release.record(t2.Sub(t1))

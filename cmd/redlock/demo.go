@@ -182,7 +182,7 @@ func (d *demo) header(addrs []string, q int) {
 	}
 	fmt.Fprintf(w, "%d workers, each with its own client, contend for key %q for %v: quorum %d of %d, ttl %v, each holder keeps the lock %v.\n",
 		d.cfg.workers, d.cfg.key, d.cfg.duration, q, len(addrs), d.cfg.ttl, d.cfg.hold)
-	fmt.Fprintf(w, "Each hand-off shows the masters holding the new holder's token: a digit per master that holds it, . for one that answered without it, x for one down.\n")
+	fmt.Fprintf(w, "Each hand-off shows the masters holding the new holder's token: a digit per master that holds it, . for one that answered without it, x for one that did not answer (down, or slower than --node-timeout).\n")
 	fmt.Fprintf(w, "Fences skip numbers: each master counts every grant, also those of attempts that missed the quorum and were rolled back.\n\n")
 }
 
