@@ -83,19 +83,25 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	return firstErr
 }
 
-// printStatus writes the per-master table and the verdict for one key.
+// printStatus writes the per-master table and the verdict for one key, and
+// below the table why each silent master did not answer.
 func printStatus(w io.Writer, st *redlock.Status) {
 	fmt.Fprintf(w, "key %q: %s\n", st.Key, verdict(st))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  node\taddress\tanswered\tholder\tpttl\tfence\tquarantined")
+	var why []string
 	for _, n := range st.Nodes {
 		if n.Err != nil {
-			fmt.Fprintf(tw, "  %d\t%s\tno: %s\t\t\t\t%s\n", n.Node, n.Addr, oneLine(n.Err.Error()), quarantine(n))
+			fmt.Fprintf(tw, "  %d\t%s\tno\t\t\t\t%s\n", n.Node, n.Addr, quarantine(n))
+			why = append(why, fmt.Sprintf("  node %d (%s): %s", n.Node, n.Addr, oneLine(n.Err.Error())))
 			continue
 		}
 		fmt.Fprintf(tw, "  %d\t%s\tyes\t%s\t%s\t%d\t%s\n", n.Node, n.Addr, shortHolder(n.Holder), pttl(n.TTL), n.Fence, quarantine(n))
 	}
 	tw.Flush()
+	for _, l := range why {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // verdict says whether a quorum agrees on a holder, and how many masters do.

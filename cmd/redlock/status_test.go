@@ -23,7 +23,8 @@ func TestStatus_HeldKey_ShowsHolderOnEveryMaster(t *testing.T) {
 	r = bin.run(t, nil, append(args, "report")...)
 	require.Equal(t, 0, r.code, "%v", r)
 	assert.Contains(t, r.stdout, "HELD by a quorum: 2 of 3 masters agree")
-	assert.Contains(t, r.stdout, servers[2].Addr()+"  no: ")
+	assert.Regexp(t, `\n  2 +`+servers[2].Addr()+` +no +no\n`, r.stdout)
+	assert.Contains(t, r.stdout, "\n  node 2 ("+servers[2].Addr()+"): ")
 
 	require.NoError(t, servers[1].Kill())
 	r = bin.run(t, nil, append(args, "report")...)
