@@ -100,13 +100,27 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-// listening reports whether enough masters confirm the subscription right
-// now that any release will be heard. A dropped connection lowers the count
-// until it is back.
-func (w *waiter) listening() bool {
-	w.h.mu.Lock()
-	defer w.h.mu.Unlock()
-	return w.q.nconf >= w.h.need
+// deafSpell reports whether a release could go unheard only for a moment:
+// enough pub/sub connections are up, but they have not all confirmed this
+// key's subscription yet. During an outage (too few connections) it is
+// false: then the backoff paces the retries.
+func (w *waiter) deafSpell() bool {
+	h := w.h
+	h.mu.Lock()
+	confirmed := w.q.nconf
+	h.mu.Unlock()
+	if confirmed >= h.need {
+		return false
+	}
+	up := 0
+	for _, s := range h.subs {
+		s.mu.Lock()
+		if s.conn != nil {
+			up++
+		}
+		s.mu.Unlock()
+	}
+	return up >= h.need
 }
 
 func (w *waiter) poke() {

@@ -244,3 +244,43 @@ func anyToken(t *testing.T, fakes []*fakeNode) string {
 	t.Fatal("no master saw an acquire")
 	return ""
 }
+
+// With too few masters up, waiters retry at the pace of the backoff: a
+// failed attempt with some votes and no contender is an outage, not a split.
+func TestLock_OutageIsNotASplitVote(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{healthy, healthy, broken, broken, broken},
+		WithRestartGuard(0), WithRetry(ConstantBackoff(100*time.Millisecond)))
+	ctx, cancel := clk.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { c.Lock(ctx, "k", 10*time.Second); close(done) }()
+	drive(t, clk, fakes, 10*time.Millisecond, done)
+	n := len(fakes[0].callsOf("acquire"))
+	t.Logf("%d attempts in one second of outage", n)
+	assert.LessOrEqual(t, n, 12, "about one attempt per 100ms of backoff")
+}
+
+// Contenders that split the masters retry soon, with jitter, not after the
+// backoff; an outage or a holder with a possible quorum is no split.
+func TestAttempt_SplitVote(t *testing.T) {
+	for _, tc := range []struct {
+		modes []behaviour
+		split bool
+	}{
+		{[]behaviour{healthy, healthy, foreign, foreign, broken}, true},   // 2 | 2, one master down
+		{[]behaviour{healthy, foreign, foreign, healthy, healthy}, false}, // we won
+		{[]behaviour{healthy, healthy, foreign, foreign, foreign}, false}, // another may hold a quorum
+		{[]behaviour{healthy, healthy, broken, broken, broken}, false},    // an outage
+		{[]behaviour{healthy, foreign, broken, broken, broken}, false},    // too few answered for any quorum
+	} {
+		t.Run(fmt.Sprint(tc.modes), func(t *testing.T) {
+			c, _, _ := newFakeClient(t, tc.modes, WithRestartGuard(0))
+			res := c.attempt(context.Background(), "k", time.Second, lockOptions{})
+			if res.lock != nil {
+				assert.False(t, tc.split)
+				return
+			}
+			assert.Equal(t, tc.split, res.split)
+		})
+	}
+}

@@ -10,30 +10,19 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// pollEvery bounds the wait between a worker's attempts while another holds
-// the lock.
-const pollEvery = 25 * time.Millisecond
-
 // worker takes the lock again and again until ctx ends, holds it for
-// --hold (never past its validity), and releases it.
-//
-// It polls with TryLock rather than waiting in Lock: Lock's release
-// announcements ride on pub/sub connections, and a master restarting under a
-// waiting Lock currently crashes the client (the hub closes its ready channel
-// a second time when the master's subscription is confirmed again), which is
-// exactly what this demo does to its masters.
+// --hold (never past its validity), and releases it. While another worker
+// holds the lock it waits in Lock, which wakes on the holder's release
+// announcement, or retries with backoff while the masters are out of reach.
 func (d *demo) worker(ctx context.Context, id int, c *redlock.Client) {
 	for ctx.Err() == nil {
-		l, err := c.TryLock(ctx, d.cfg.key, d.cfg.ttl)
+		l, err := c.Lock(ctx, d.cfg.key, d.cfg.ttl)
 		switch {
 		case ctx.Err() != nil:
 			if l != nil {
 				l.Release(context.WithoutCancel(ctx))
 			}
 			return
-		case errors.Is(err, redlock.ErrNotObtained):
-			pause(ctx, rand.N(pollEvery)+time.Millisecond)
-			continue
 		case err != nil:
 			d.tally.failed(err)
 			d.out.printf("worker %d  stopped: %s", id, oneLine(err.Error()))
