@@ -115,7 +115,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if err != nil {
 		return outcome{err: err}
 	}
-	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}.withArgv()
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	timeout := c.nodeTimeout(ttl)
@@ -266,6 +266,7 @@ func (c *Client) rollback(req request, res *quorumlock.Result, refused []bool, t
 	if len(targets) == 0 {
 		return
 	}
+	req = req.withArgv()
 	finished := make(chan struct{}, len(targets))
 	for _, i := range targets {
 		c.bg.Add(1)
