@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ func (l *Lock) TTL() time.Duration {
 	defer l.mu.Unlock()
 	return l.req.ttl
 }
+
+// Granted returns the masters, by index in the client's list, whose votes
+// made the quorum when the lock was taken. Masters that agreed later are
+// not listed.
+func (l *Lock) Granted() []int { return slices.Clone(l.acq.Yes) }
 
 // Fence returns the fencing token: a number strictly greater than the fence
 // of every earlier holder of this key, as long as no master loses its data.
@@ -174,7 +180,7 @@ var errGone = errors.New("too many masters no longer hold the token")
 // extend runs one extension round and returns the new end of validity.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	c := l.c
-	req := l.req
+	req := l.req.withArgv()
 	req.ttl = ttl
 	c.noteTTL(ttl)
 	window := c.guardWindow()
@@ -280,6 +286,7 @@ func (l *Lock) Release(ctx context.Context) error {
 func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
+	req := l.req.withArgv()
 	outcomes := make([]released, n)
 	errs := make([]error, n)
 	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: c.nodeTimeout(l.req.ttl), Clock: c.o.clock}.Run(ctx,
@@ -290,7 +297,7 @@ func (l *Lock) release(ctx context.Context) error {
 				errs[i] = c.nodeErr(i, ctx.Err())
 				return quorumlock.No, errs[i]
 			}
-			r, err := c.nodes[i].release(ctx, l.req)
+			r, err := c.nodes[i].release(ctx, req)
 			if err != nil {
 				errs[i] = c.nodeErr(i, err)
 				return quorumlock.No, errs[i]

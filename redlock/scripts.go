@@ -28,6 +28,11 @@ type script struct {
 	sha  string
 }
 
+// argv returns the EVALSHA arguments: hash, key count, keys and arguments.
+func (s *script) argv(keysAndArgs ...any) []any {
+	return append([]any{s.sha, s.keys}, keysAndArgs...)
+}
+
 type scriptSet struct {
 	acquire, extend, release, fence, inspect *script
 }
