@@ -3,10 +3,13 @@ package findings
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,11 +21,13 @@ import (
 // in a tight loop while the restart guard keeps the masters out of the
 // quorum, as it does for every master after a fleet restart.
 //
-// The masters' yes votes come back as abstentions, and the attempt marks
-// the outcome as a split vote ("nobody holds a quorum"), for which Lock
-// retries at once with a jitter of a tenth of the node timeout instead of
-// its backoff. Until the quarantine ends, each client sends thousands of
-// acquire and roll-back scripts a second to every master.
+// Each failed attempt rolls back with the release script, and that script
+// announces every key it deletes on the key's release channel. The waiter
+// is subscribed to that channel, hears its own roll-back as a release, and
+// retries at once instead of after its backoff. Until the quarantine ends,
+// each waiting client sends about a thousand acquire and roll-back scripts
+// a second to every master; the PUBLISH count on a master matches the
+// attempts one for one.
 func TestLock_WhileMastersAreInRestartQuarantine_BacksOff(t *testing.T) {
 	requireFindings(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -43,8 +48,27 @@ func TestLock_WhileMastersAreInRestartQuarantine_BacksOff(t *testing.T) {
 	require.NoError(t, err)
 	took := time.Since(start)
 	require.NoError(t, l.Release(ctx))
+	publishes := publishCalls(t, servers[0].Addr())
 	// DefaultRetry backs off exponentially from 4ms to 512ms: a wait of a
 	// second or two takes a few dozen attempts, not thousands.
 	assert.Less(t, attempts.Load(), int64(200),
-		"Lock made %d attempts in %v while the masters were in restart quarantine", attempts.Load(), took.Round(time.Millisecond))
+		"Lock made %d attempts in %v while the masters were in restart quarantine; n0 ran PUBLISH %d times",
+		attempts.Load(), took.Round(time.Millisecond), publishes)
+}
+
+// publishCalls reads how many PUBLISH commands a master has run.
+func publishCalls(t *testing.T, addr string) int64 {
+	t.Helper()
+	conn, err := redis.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := redis.String(conn.Do("INFO", "commandstats"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
 }
