@@ -42,21 +42,27 @@ type kindStyle struct {
 	text  string // legend text
 }
 
-var kinds = map[string]kindStyle{
-	"killed":          {"#d64541", "killed (SIGKILL)"},
-	"stopped":         {"#a93226", "stopped (SIGTERM)"},
-	"paused":          {"#e67e22", "paused (SIGSTOP)"},
-	"slow":            {"#f1c40f", "slow replies"},
-	"replies dropped": {"#8e44ad", "replies dropped"},
-	"blackholed":      {"#5d6d7e", "blackholed link"},
-	"rejected":        {"#95a5a6", "rejecting link"},
-	"clock jump":      {"#2471a3", "clock jump"},
-	"restarted":       {"#1e8449", "started again"},
-}
-
+// style returns how a fault of the given kind is drawn.
 func style(kind string) kindStyle {
-	if s, ok := kinds[kind]; ok {
-		return s
+	switch kind {
+	case "killed":
+		return kindStyle{"#d64541", "killed (SIGKILL)"}
+	case "stopped":
+		return kindStyle{"#a93226", "stopped (SIGTERM)"}
+	case "paused":
+		return kindStyle{"#e67e22", "paused (SIGSTOP)"}
+	case "slow":
+		return kindStyle{"#f1c40f", "slow replies"}
+	case "replies dropped":
+		return kindStyle{"#8e44ad", "replies dropped"}
+	case "blackholed":
+		return kindStyle{"#5d6d7e", "blackholed link"}
+	case "rejected":
+		return kindStyle{"#95a5a6", "rejecting link"}
+	case "clock jump":
+		return kindStyle{"#2471a3", "clock jump"}
+	case "restarted":
+		return kindStyle{"#1e8449", "started again"}
 	}
 	return kindStyle{"#7f8c8d", kind}
 }

@@ -101,7 +101,7 @@ func restart(v restartVariant) *Scenario {
 		}
 		// Does group B get the lock while the holder of group A is frozen?
 		wctx, cancel := e.Deadline(ctx, until-300*time.Millisecond)
-		err = awaitHold(wctx, e, groupB, restarted)
+		err = awaitHold(wctx, e, groupB(), restarted)
 		cancel()
 		if err == nil {
 			e.Notef("group B got the lock while client %d was frozen holding it", c.Hold.Client)
@@ -115,7 +115,7 @@ func restart(v restartVariant) *Scenario {
 			// Once its uptime passes the guard window, n0 votes again.
 			rctx, cancel := context.WithTimeout(ctx, 2*s.TTL+5*time.Second)
 			defer cancel()
-			if err := awaitHold(rctx, e, groupB, restarted); err != nil {
+			if err := awaitHold(rctx, e, groupB(), restarted); err != nil {
 				e.Failf("n0 never rejoined the quorum after its restart: group B got no lock (%v)", err)
 			} else {
 				e.Mark("rejoined")

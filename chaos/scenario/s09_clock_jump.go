@@ -41,7 +41,7 @@ func clockJump() *Scenario {
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err = e.History.Await(wctx, func(r *history.Record) bool {
 			for _, w := range r.Writes {
-				if w.Accepted && w.Fence > c.Hold.Fence && inGroup(groupB, w.Client) && w.At > jumped {
+				if w.Accepted && w.Fence > c.Hold.Fence && inGroup(groupB(), w.Client) && w.At > jumped {
 					return true
 				}
 			}

@@ -15,10 +15,8 @@ import (
 // majority, and the two majorities share only n0, so mutual exclusion
 // rests on n0 alone: exactly the master the scenario then restarts or
 // whose clock it jumps.
-var (
-	groupA = []int{0, 1}
-	groupB = []int{2, 3}
-)
+func groupA() []int { return []int{0, 1} }
+func groupB() []int { return []int{2, 3} }
 
 func inGroup(g []int, client int) bool {
 	for _, c := range g {
@@ -46,7 +44,7 @@ func sharedNode(ctx context.Context, e *Env) error {
 // validity.
 func catchA(ctx context.Context, e *Env, left time.Duration) (*workload.Caught, error) {
 	return e.Gate.Catch(ctx, func(h history.Hold) bool {
-		return inGroup(groupA, h.Client) && h.Until-e.History.Now() >= left
+		return inGroup(groupA(), h.Client) && h.Until-e.History.Now() >= left
 	})
 }
 
