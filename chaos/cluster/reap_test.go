@@ -43,7 +43,9 @@ func TestReap_RemovesTheLeftoversOfDeadRunsOnly(t *testing.T) {
 			Cmd: []string{"redis-server", "--protected-mode", "no"}, Labels: labels(pid),
 		}, func(hc *dc.HostConfig) { hc.PublishAllPorts = false })
 		require.NoError(t, err)
-		t.Cleanup(func() { d.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: r.Container.ID, Force: true, RemoveVolumes: true}) })
+		t.Cleanup(func() {
+			d.pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: r.Container.ID, Force: true, RemoveVolumes: true})
+		})
 		return r
 	}
 	id := runID()
