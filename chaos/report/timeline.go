@@ -109,7 +109,11 @@ func (t Timeline) WriteSVG(w io.Writer) error {
 	}
 	t.legend(p, legendTop)
 	for i, n := range notes {
-		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s</text>`+"\n", legendTop+58+16*i, seconds(n.At), esc(n.Text))
+		text := n.Text
+		if r := []rune(text); len(r) > 220 {
+			text = string(r[:220]) + "…"
+		}
+		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s<title>%s</title></text>`+"\n", legendTop+58+16*i, seconds(n.At), esc(text), esc(n.Text))
 	}
 	p("</svg>\n")
 	return b.Flush()

@@ -55,7 +55,11 @@ func clockJump() *Scenario {
 			e.Sleep(ctx, 300*time.Millisecond) // so that the overlap shows on the timeline
 		}
 		c.Resume()
-		return awaitDone(ctx, e, c.Hold.ID)
+		if err := awaitDone(ctx, e, c.Hold.ID); err != nil {
+			return err
+		}
+		noteAfterPause(e, c.Hold.ID)
+		return nil
 	}
 	s.Expect = func(r *Result) []string {
 		out := join(fenced(r), recovered(r), want(r.C3.Rejected >= 1, "C3: the fenced store rejected no write"))
@@ -67,6 +71,23 @@ func clockJump() *Scenario {
 		return out
 	}
 	return s
+}
+
+// noteAfterPause notes what a resumed holder learnt: its late write, its
+// extension and its release.
+func noteAfterPause(e *Env, hold int) {
+	r := e.History.Snapshot()
+	if hold < 0 || hold >= len(r.Holds) {
+		return
+	}
+	h := r.Holds[hold]
+	write := "no fenced write"
+	for _, w := range r.Writes {
+		if w.Hold == hold {
+			write = fmt.Sprintf("fenced write with fence %d accepted: %v", w.Fence, w.Accepted)
+		}
+	}
+	e.Notef("client %d resumed: %s; Extend: %v; Release: %v", h.Client, write, h.ExtendErr, h.ReleaseErr)
 }
 
 // awaitDone waits until the given hold's release has returned.

@@ -44,7 +44,11 @@ func clientPause() *Scenario {
 			e.Failf("no other client wrote after client %d's lock expired: %v", c.Hold.Client, err)
 		}
 		c.Resume()
-		return awaitDone(ctx, e, c.Hold.ID)
+		if err := awaitDone(ctx, e, c.Hold.ID); err != nil {
+			return err
+		}
+		noteAfterPause(e, c.Hold.ID)
+		return nil
 	}
 	s.Expect = func(r *Result) []string {
 		cs := caught(r)
