@@ -61,6 +61,7 @@ const (
 	FsyncAlways
 )
 
+// String names the persistence as redis-server is configured for it.
 func (p Persistence) String() string {
 	if p == FsyncAlways {
 		return "appendfsync always"
@@ -102,6 +103,7 @@ type Link struct {
 	Node   int
 }
 
+// String is "client 2 -> n0", or "all clients -> n0".
 func (l Link) String() string {
 	if l.Client == AllClients {
 		return fmt.Sprintf("all clients -> n%d", l.Node)
@@ -126,6 +128,7 @@ const (
 	Reject
 )
 
+// String names the impairment kind, as the timelines label it.
 func (k ImpairmentKind) String() string {
 	switch k {
 	case Slow:
@@ -152,6 +155,7 @@ func Latency(d, jitter time.Duration) Impairment {
 	return Impairment{Kind: Slow, Latency: d, Jitter: jitter}
 }
 
+// String describes the impairment, with its latency for Slow.
 func (i Impairment) String() string {
 	if i.Kind == Slow {
 		return fmt.Sprintf("slow %v±%v", i.Latency, i.Jitter)
