@@ -1,0 +1,64 @@
+package scenario
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/quorumlock/quorumlock/chaos/check"
+	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// paused gives a result one frozen holder whose late write was accepted or
+// not, and whose extension returned extendErr.
+func paused(accepted bool, extendErr error) func(r *Result) {
+	return func(r *Result) {
+		r.Record.Holds = []history.Hold{{ID: 0, Caught: true, Fence: 3, Extended: true, ExtendErr: extendErr, Done: true}}
+		r.Record.Writes = []history.Write{{Hold: 0, Fence: 3, Accepted: accepted}}
+	}
+}
+
+// TestExpectations_FailWhenTheOutcomeIsWrong feeds the scenarios'
+// expectations outcomes that must be refused, so that a scenario cannot
+// pass by accident.
+func TestExpectations_FailWhenTheOutcomeIsWrong(t *testing.T) {
+	byID := map[string]*Scenario{}
+	for _, s := range All() {
+		byID[s.ID] = s
+	}
+	overlap := []check.Violation{{First: history.Hold{ID: 0}, Second: history.Hold{ID: 1, Client: 1}, Overlap: time.Millisecond}}
+	clean := func(s *Scenario) *Result {
+		return &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{}}
+	}
+	tests := []struct {
+		id     string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"04a", func(r *Result) {}, true}, // the negative control must see a double holder
+		{"04a", func(r *Result) { r.C1 = overlap }, false},
+		{"04b", func(r *Result) { r.C1 = overlap }, true},
+		{"04c", func(r *Result) { r.C3.Stale = []history.Write{{}} }, true},
+		{"04d", func(r *Result) { r.Live.OK = false }, true},
+		{"04d", func(r *Result) { r.C4.Failed = []check.KeyState{{Key: "k"}} }, false}, // reported, not asserted
+		{"09", func(r *Result) { r.C1 = overlap; r.C3.Rejected = 1 }, false},           // the known weakness
+		{"09", func(r *Result) { r.C3.Rejected = 1; r.C3.Stale = []history.Write{{}} }, true},
+		{"09", func(r *Result) {}, true}, // nothing rejected
+		{"10", paused(false, redlock.ErrLockLost), false},
+		{"10", paused(true, redlock.ErrLockLost), true}, // its late write got through
+		{"10", paused(false, nil), true},                // it was never told
+		{"10", func(r *Result) { paused(false, redlock.ErrLockLost)(r); r.C4.NoTTL = []check.KeyState{{Key: "k"}} }, true},
+	}
+	for _, tt := range tests {
+		r := clean(byID[tt.id])
+		tt.mutate(r)
+		got := r.Scenario.Expect(r)
+		if tt.fails {
+			assert.NotEmpty(t, got, "scenario %s", tt.id)
+		} else {
+			assert.Empty(t, got, "scenario %s", tt.id)
+		}
+	}
+}
