@@ -22,6 +22,7 @@ type request struct {
 	key, token, owner string
 	ttl               time.Duration // for acquire and extend
 	keep              time.Duration // how long the fencing counter outlives the lock
+	rollback          bool          // a release that undoes a failed attempt
 	argv              *argvCache    // the script arguments, built once for all masters
 }
 
@@ -116,7 +117,7 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, r.token, ms(r.ttl), r.owner, ms(r.keep)}
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.keep)}
 	}))
 	if err != nil {
 		return grant{}, err
@@ -140,7 +141,11 @@ func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
 
 func (n *redisNode) release(ctx context.Context, r request) (released, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.release, r.argv.get(n.scripts.release, func() []any {
-		return []any{r.key, r.token, r.owner, releaseChannel(r.key)}
+		undo := ""
+		if r.rollback {
+			undo = ms(r.ttl)
+		}
+		return []any{r.key, voidKey(r.token), r.token, r.owner, releaseChannel(r.key), undo}
 	})))
 	return released(v), err
 }
