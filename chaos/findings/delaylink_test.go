@@ -16,6 +16,7 @@ type delayLink struct {
 	ln       net.Listener
 	upstream string
 	delay    atomic.Int64 // the next client segment waits this long; 0 = none
+	refuse   atomic.Int64 // new connections are reset until this UnixNano
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    []net.Conn
@@ -39,12 +40,22 @@ func (d *delayLink) Addr() string { return d.ln.Addr().String() }
 // DelayNext holds back the next segment any client sends by dt.
 func (d *delayLink) DelayNext(dt time.Duration) { d.delay.Store(int64(dt)) }
 
+// RefuseFor resets, for the next dt, every connection opened and every
+// other connection a client sends on, as a master that is starting and not
+// yet listening does. A segment held back by DelayNext still goes through.
+func (d *delayLink) RefuseFor(dt time.Duration) { d.refuse.Store(time.Now().Add(dt).UnixNano()) }
+
 func (d *delayLink) accept() {
 	defer d.wg.Done()
 	for {
 		c, err := d.ln.Accept()
 		if err != nil {
 			return
+		}
+		if time.Now().UnixNano() < d.refuse.Load() {
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			continue
 		}
 		u, err := net.DialTimeout("tcp", d.upstream, time.Second)
 		if err != nil {
@@ -64,6 +75,10 @@ func (d *delayLink) accept() {
 				if n > 0 {
 					if dt := time.Duration(d.delay.Swap(0)); dt > 0 {
 						time.Sleep(dt)
+					} else if time.Now().UnixNano() < d.refuse.Load() {
+						c.(*net.TCPConn).SetLinger(0) // a reset, not a clean close
+						c.Close()
+						return
 					}
 					if _, werr := u.Write(buf[:n]); werr != nil {
 						return

@@ -29,9 +29,10 @@ func majorityKilled() *Scenario {
 		}
 		e.Mark("restarting")
 		// The clients wait while the masters start: an attempt made while a
-		// master is half up can land there after its own roll-back, a
-		// library defect that findings/rollback_test.go shows on its own.
-		// C4 here checks the attempts made while the majority was down.
+		// master is half up can land there after its roll-back gave up, a
+		// library defect that findings/rollback_unreachable_test.go shows
+		// on its own. C4 here checks the attempts made while the majority
+		// was down.
 		if err := e.Workload.HoldOff(ctx); err != nil {
 			return err
 		}

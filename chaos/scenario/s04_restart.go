@@ -128,8 +128,8 @@ func restart(v restartVariant) *Scenario {
 			return want(len(r.C1) > 0, "negative control: C1 found no double holder, so it cannot be shown to fail")
 		}
 		// C4's residue half is reported, not asserted, here: an attempt
-		// made while n0 restarts can land there after its own roll-back
-		// (see findings/rollback_test.go).
+		// made while n0 starts can land there after its roll-back gave up
+		// (findings/rollback_unreachable_test.go).
 		return join(exclusive(r), fenced(r), live(r))
 	}
 	return s

@@ -63,6 +63,11 @@ func TestScenarios(t *testing.T) {
 					for _, p := range r.Problems {
 						t.Error(p)
 					}
+					if !r.Pass() {
+						if err := writeDump(out, r); err != nil {
+							t.Errorf("dump: %v", err)
+						}
+					}
 				})
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/quorumlock/quorumlock/chaos/report"
 )
@@ -11,6 +12,20 @@ import (
 // TimelineFile returns the file name of a run's timeline.
 func (r *Result) TimelineFile() string {
 	return r.Backend + "-" + r.Scenario.ID + "-" + r.Scenario.Name + ".svg"
+}
+
+// writeDump writes the whole record of a run that went otherwise than
+// expected, next to its timeline.
+func writeDump(dir string, r *Result) error {
+	f, err := os.Create(filepath.Join(dir, strings.TrimSuffix(r.TimelineFile(), ".svg")+".txt"))
+	if err != nil {
+		return err
+	}
+	if err := report.Dump(f, r.Record); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeTimeline draws the run into dir.

@@ -1,0 +1,38 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/quorumlock/quorumlock/chaos/history"
+)
+
+// Dump writes the whole record as plain text, one event per line in the
+// order each kind was recorded: faults, notes, holds, fenced writes and
+// attempts. It is for reading a run that went wrong after the fact.
+func Dump(w io.Writer, rec history.Record) error {
+	b := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p("# faults")
+	for _, f := range rec.Faults {
+		p("%v\t%v\tnode %d\tclient %d\t%s\t%s", f.Start, f.End, f.Node, f.Client, f.Kind, f.Label)
+	}
+	p("# notes")
+	for _, n := range rec.Notes {
+		p("%v\t%s", n.At, n.Text)
+	}
+	p("# holds: id client fence acquired until released caught skipped extend-error release-error token")
+	for _, h := range rec.Holds {
+		p("%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s", h.ID, h.Client, h.Fence, h.Acquired, h.Until, h.Released, h.Caught, h.Skipped, h.ExtendErr, h.ReleaseErr, h.Token)
+	}
+	p("# fenced writes: seq hold client fence at accepted")
+	for _, x := range rec.Writes {
+		p("%d\t%d\t%d\t%d\t%v\t%v", x.Seq, x.Hold, x.Client, x.Fence, x.At, x.Accepted)
+	}
+	p("# attempts: client start end ok token error")
+	for _, a := range rec.Attempts {
+		p("%d\t%v\t%v\t%v\t%s\t%v", a.Client, a.Start, a.End, a.OK, a.Token, a.Err)
+	}
+	return b.Flush()
+}
