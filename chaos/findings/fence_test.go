@@ -14,19 +14,19 @@ import (
 )
 
 // TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows checks the
-// design's claim (design.md, section 4) that the restart guard keeps fences
-// growing across a master that loses its data, "the same way" it keeps
-// mutual exclusion.
+// design's claim (design.md, section 4) that fences keep growing across a
+// master that loses its data, once the restart guard has kept it out for
+// its window.
 //
 // Five masters; client A reaches n0, n1 and n2, client B reaches n0, n3 and
-// n4 (each sees a majority, the two share n0). A takes the lock five times,
-// so n0, n1 and n2 count five grants. n0 crashes and comes back empty. B
-// waits out the guard window, as the guard and the delayed-restart rule
-// require, then takes the lock: every master of its quorum counts from
-// zero, so its fence is 1, below the 5 that A's last holder had. Mutual
-// exclusion held (A had released); the fence went backwards, so a fenced
-// resource would reject B, the legitimate holder, and would accept a late
-// write from A's last holder.
+// n4 (each sees a majority, the two share n0). A takes the lock five times.
+// n0 crashes and comes back empty. B waits out the guard window, as the
+// guard and the delayed-restart rule require, then takes the lock. No
+// member of B's quorum remembers A's fences: before the library seeded
+// fence floors from the master's clock (428b927), every one of them
+// counted from zero and B got fence 1 after A's 5. A fenced resource then
+// rejects the rightful holder and would accept a late write from A's last
+// holder.
 func TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

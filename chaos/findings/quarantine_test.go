@@ -17,17 +17,15 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// TestLock_WhileMastersAreInRestartQuarantine_BacksOff shows Lock retrying
-// in a tight loop while the restart guard keeps the masters out of the
-// quorum, as it does for every master after a fleet restart.
+// TestLock_WhileMastersAreInRestartQuarantine_BacksOff checks that Lock
+// waits with its backoff while the restart guard keeps every master out of
+// the quorum, as after a fleet restart.
 //
-// Each failed attempt rolls back with the release script, and that script
-// announces every key it deletes on the key's release channel. The waiter
-// is subscribed to that channel, hears its own roll-back as a release, and
-// retries at once instead of after its backoff. Until the quarantine ends,
-// each waiting client sends about a thousand acquire and roll-back scripts
-// a second to every master; the PUBLISH count on a master matches the
-// attempts one for one.
+// Each failed attempt rolls back. Before 428b927 the roll-back ran the
+// release script, which announced the deleted key on the release channel;
+// the waiter, subscribed to that channel, heard its own roll-back as a
+// release and retried at once: about a thousand attempts a second against
+// every master, one PUBLISH each, until the quarantine ended.
 func TestLock_WhileMastersAreInRestartQuarantine_BacksOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

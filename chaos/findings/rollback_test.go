@@ -15,17 +15,16 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// TestTryLock_AcquireDelayedPastItsRollback_LeavesNoToken reproduces the
-// residue that C4 found on the docker backend (scenarios 03 and 04c), where
-// connections opened while a container starts are delayed about a second.
+// TestTryLock_AcquireDelayedPastItsRollback_LeavesNoToken checks TryLock's
+// promise that nothing of a failed attempt is left on a master it can reach,
+// when the attempt's acquire to a master is still in the network as its
+// roll-back runs.
 //
-// TryLock promises that nothing of a failed attempt is left on a master it
-// can reach. Its roll-back waits until the acquire call to a master has
-// returned, then deletes. But an acquire that timed out on the client may
-// still be in the network. Here one segment (the acquire to n0) is held back
-// 800ms, as a lost and retransmitted segment would be; the roll-back's
-// delete, on a new connection, arrives first and finds nothing; then the
-// acquire lands and n0 keeps the failed attempt's token for the whole TTL.
+// One segment (the acquire to n0) is held back 800ms, as a lost and
+// retransmitted segment would be. The roll-back's delete, on a new
+// connection, arrives first and finds nothing; then the acquire lands.
+// Before roll-backs left tombstones (428b927), n0 kept the failed
+// attempt's token for the whole TTL; C4 found it on the docker backend.
 func TestTryLock_AcquireDelayedPastItsRollback_LeavesNoToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
