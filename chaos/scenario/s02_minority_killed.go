@@ -13,7 +13,7 @@ func minorityKilled() *Scenario {
 		ID: "02", Name: "minority-killed",
 		Shows:    "2 of 5 masters SIGKILLed mid-run and left down",
 		Expected: "locks keep being granted, C1 clean, C2 0% lost, C4 ok",
-		Nodes:    5, Clients: 8, TTL: time.Second, Run: 4 * time.Second,
+		Nodes:    5, Clients: 6, TTL: time.Second, Run: 4 * time.Second,
 		Inject: func(ctx context.Context, e *Env) error {
 			if err := e.Sleep(ctx, 1200*time.Millisecond); err != nil {
 				return err
