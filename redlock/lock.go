@@ -18,8 +18,8 @@ import (
 // lock by then. Fence gives the resource a way to reject a holder that did
 // not stop in time.
 type Lock struct {
-	c     *Client
-	req   request
+	c      *Client
+	req    request
 	fence  int64
 	acq    *quorumlock.Result // the acquisition; Release waits for its stragglers
 	grants []grant            // each master's answer; read only once acq.Done(i)
@@ -299,12 +299,12 @@ func (l *Lock) release(ctx context.Context) error {
 				return quorumlock.No, errs[i]
 			}
 			if g := l.grants[i]; g.ok && g.counter < l.fence {
-			// A master that granted outside the quorum counts below the
-			// fence: raise it while the token still holds the key there, so
-			// that the masters agree on the next fence without a round trip.
-			c.nodes[i].raiseFence(ctx, req, l.fence)
-		}
-		r, err := c.nodes[i].release(ctx, req)
+				// A master that granted outside the quorum counts below the
+				// fence: raise it while the token still holds the key there, so
+				// that the masters agree on the next fence without a round trip.
+				c.nodes[i].raiseFence(ctx, req, l.fence)
+			}
+			r, err := c.nodes[i].release(ctx, req)
 			if err != nil {
 				errs[i] = c.nodeErr(i, err)
 				return quorumlock.No, errs[i]
