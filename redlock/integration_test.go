@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -580,4 +581,26 @@ func TestIntegration_Inspect(t *testing.T) {
 	st, err = c.Inspect(ctx, "k")
 	require.NoError(t, err)
 	assert.False(t, st.Held())
+}
+
+// Release returns at quorum; the deletes on the other masters must go on
+// even when the caller cancels its ctx as soon as Release returns, as a
+// deferred cancel does.
+func TestIntegration_ReleaseThenCancel_LeavesNothing(t *testing.T) {
+	srv := masters(t, 5)
+	c := client(t, srv)
+	const n = 100
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		l, err := c.TryLock(ctx, "k"+strconv.Itoa(i), 10*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		cancel()
+	}
+	for _, s := range srv {
+		assert.Eventually(t, func() bool {
+			keys, _ := redis.Strings(do(t, s, "KEYS", "k*"), nil)
+			return len(keys) == 0
+		}, 2*time.Second, 10*time.Millisecond, "%s keeps lock keys", s.Addr())
+	}
 }

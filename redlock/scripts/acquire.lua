@@ -4,8 +4,10 @@
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
 -- ARGV[3] owner of a reentrant lock or '' for a plain one,
 -- ARGV[4] how long a new fencing counter is kept, in ms.
--- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder}
--- when it does not (-3 when the attempt was already rolled back here).
+-- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder,
+-- the holder} when it does not (PTTL -3 when the attempt was already rolled
+-- back here). The holder is the token of a plain lock, "owner:<owner>" of a
+-- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, owner, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -24,10 +26,12 @@ if owner == '' then
     return {1, bump(ckey, floor, keep)}
   end
   -- A retried request that already took effect here.
-  if redis.pcall('GET', lock) == token then
+  local v = redis.pcall('GET', lock)
+  if v == token then
     return {1, counter(ckey, floor)}
   end
-  return {0, redis.call('PTTL', lock)}
+  if type(v) ~= 'string' then v = '?' end
+  return {0, redis.call('PTTL', lock), v}
 end
 
 local kind = redis.call('TYPE', lock).ok
@@ -43,4 +47,7 @@ if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
   if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
   return {1, counter(ckey, floor)}
 end
-return {0, redis.call('PTTL', lock)}
+local holder = '?'
+if kind == 'hash' then holder = 'owner:' .. (redis.call('HGET', lock, 'owner') or '?') end
+if kind == 'string' then holder = redis.call('GET', lock) end
+return {0, redis.call('PTTL', lock), holder}
