@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// The settings every contender shares.
+const (
+	masters     = 5
+	quorum      = masters/2 + 1
+	lockTTL     = 10 * time.Second
+	nodeTimeout = redlock.DefaultNodeTimeout // 50 ms, the floor's too
+	slowDelay   = 20 * time.Millisecond
+)
+
+// cluster is five local redis-server masters, and a proxy that makes the
+// first one answer slowDelay late.
+type cluster struct {
+	servers []*redistest.Server
+	addrs   []string // direct to every master
+	slow    []string // the same, but the first through the proxy
+}
+
+func startCluster(tb testing.TB) *cluster {
+	tb.Helper()
+	servers := redistest.Start(tb, masters, redistest.Ephemeral)
+	p, err := NewDelayProxy(servers[0].Addr(), slowDelay)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { p.Close() })
+	c := &cluster{servers: servers, addrs: redistest.Addrs(servers)}
+	c.slow = append([]string{p.Addr()}, c.addrs[1:]...)
+	return c
+}
+
+// newQuorumLock is the library with the restart guard off: the servers are
+// fresh, and would not vote for their first TTL otherwise.
+func newQuorumLock(tb testing.TB, addrs []string) *QuorumLock {
+	tb.Helper()
+	c, err := redlock.NewFromAddrs(addrs, redlock.WithRestartGuard(0))
+	require.NoError(tb, err)
+	q := NewQuorumLock(c, lockTTL)
+	tb.Cleanup(func() { q.Close() })
+	return q
+}
+
+// newObservedQuorumLock is newQuorumLock with every acquire reported to o.
+func newObservedQuorumLock(tb testing.TB, addrs []string, o *Observer) *QuorumLock {
+	tb.Helper()
+	pools := make([]pool.Pool, len(addrs))
+	for i, a := range addrs {
+		p, err := pool.New(a)
+		require.NoError(tb, err)
+		pools[i] = ObservedPool{P: p, O: o}
+	}
+	c, err := redlock.New(pools, redlock.WithRestartGuard(0))
+	require.NoError(tb, err)
+	q := NewQuorumLock(c, lockTTL)
+	tb.Cleanup(func() {
+		q.Close()
+		for _, p := range pools {
+			p.Close()
+		}
+	})
+	return q
+}
+
+func newRedsync(tb testing.TB, addrs []string) *Redsync {
+	tb.Helper()
+	r := NewRedsyncFromAddrs(addrs, lockTTL)
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// newObservedRedsync is newRedsync with every acquire reported to o.
+func newObservedRedsync(tb testing.TB, addrs []string, o *Observer) *Redsync {
+	tb.Helper()
+	owned := make([]*redis.Pool, len(addrs))
+	pools := make([]RedigoPool, len(addrs))
+	for i, a := range addrs {
+		owned[i] = NewRedigoPool(a)
+		pools[i] = ObservedRedigoPool{P: owned[i], O: o}
+	}
+	r := NewRedsync(pools, owned, lockTTL)
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+func newFloor(tb testing.TB, addrs []string) *Floor {
+	tb.Helper()
+	f, err := NewFloorFromAddrs(addrs, nodeTimeout, lockTTL)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
+// contenders returns the three contenders over addrs, in table order.
+func contenders(tb testing.TB, addrs []string) []Contender {
+	return []Contender{
+		{"quorumlock", newQuorumLock(tb, addrs)},
+		{"redsync", newRedsync(tb, addrs)},
+		{"floor", newFloor(tb, addrs)},
+	}
+}
+
+// warmUp opens connections and loads scripts, so that no run pays for them.
+func warmUp(tb testing.TB, l Locker, prefix string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := RunSequential(ctx, l, DistinctKeys(prefix, 1000), 300, 5*time.Second)
+	require.NoError(tb, err)
+	require.Zero(tb, r.Errors, "warm-up: %v", r.FirstErr)
+}
+
+// do runs one command on one master, outside any contender.
+func do(tb testing.TB, addr, cmd string, args ...any) any {
+	tb.Helper()
+	c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
+	require.NoError(tb, err)
+	defer c.Close()
+	v, err := c.Do(cmd, args...)
+	require.NoError(tb, err)
+	return v
+}
+
+// value returns key's value on the master at addr, or "" if it has none.
+func value(tb testing.TB, addr, key string) string {
+	tb.Helper()
+	v, err := redis.String(do(tb, addr, "GET", key), nil)
+	if err == redis.ErrNil {
+		return ""
+	}
+	require.NoError(tb, err)
+	return v
+}

@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// Observer counts the votes of every lock attempt on one key, for any
+// contender, by watching the acquire commands on the wire: redsync's and the
+// floor's SET key token NX PX, and quorumlock's acquire script. Each attempt
+// has its own token, so votes are grouped by token; stragglers that answer
+// after the attempt returned are counted too.
+//
+// Watching the commands rather than the library's Lock gives the same
+// measure for every contender, and sees the attempts Lock makes inside.
+// The cost is a map update under a mutex per acquire command, the same for
+// every contender; latency scenarios do not use it.
+type Observer struct {
+	key  string
+	base time.Time
+
+	mu       sync.Mutex
+	attempts map[string]*Attempt
+	dropped  int
+}
+
+// Attempt is one acquisition attempt as the masters answered it.
+type Attempt struct {
+	Start time.Duration // first acquire command sent, since the observer's base
+	Yes   int           // masters that granted it
+	No    int           // masters that refused it (held by someone else)
+	Err   int           // masters that failed or timed out
+}
+
+// maxAttempts bounds the observer's memory; attempts beyond it are counted
+// in Dropped only.
+const maxAttempts = 1 << 20
+
+// NewObserver watches attempts on key, timing them from base (the
+// contention harness's clock).
+func NewObserver(key string, base time.Time) *Observer {
+	return &Observer{key: key, base: base, attempts: map[string]*Attempt{}}
+}
+
+// Attempts returns every attempt seen, in order of start.
+func (o *Observer) Attempts() []Attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]Attempt, 0, len(o.attempts))
+	for _, a := range o.attempts {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b Attempt) int { return int(a.Start - b.Start) })
+	return out
+}
+
+// Dropped returns how many attempts were not kept because of the bound.
+func (o *Observer) Dropped() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.dropped
+}
+
+// acquireToken recognises an acquire command on the observed key and
+// returns its token. quorumlock's acquire script takes three keys, the lock
+// key first, and the token as its first argument.
+func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
+	switch cmd {
+	case "SET":
+		if len(args) >= 3 && args[0] == o.key && args[2] == "NX" {
+			t, ok := args[1].(string)
+			return t, ok
+		}
+	case "EVALSHA", "EVAL":
+		if len(args) >= 6 && args[1] == 3 && args[2] == o.key {
+			t, ok := args[5].(string)
+			return t, ok
+		}
+	}
+	return "", false
+}
+
+// sent notes an acquire command going out.
+func (o *Observer) sent(token string) {
+	now := time.Since(o.base)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.attempts[token] != nil {
+		return
+	}
+	if len(o.attempts) >= maxAttempts {
+		o.dropped++
+		return
+	}
+	o.attempts[token] = &Attempt{Start: now}
+}
+
+// answered notes a master's reply to an acquire command.
+func (o *Observer) answered(token string, reply any, err error) {
+	yes, no := false, false
+	switch r := reply.(type) {
+	case string: // SET: +OK
+		yes = err == nil && r == "OK"
+	case []any: // quorumlock's acquire: {1, fence} or {0, holder's PTTL}
+		if len(r) == 2 {
+			yes, no = r[0] == int64(1), r[0] == int64(0)
+		}
+	case nil: // SET NX on a held key
+		no = err == nil
+	}
+	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+		return // the client sends the script's source next
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[token]
+	if a == nil {
+		return
+	}
+	switch {
+	case yes:
+		a.Yes++
+	case no:
+		a.No++
+	default:
+		a.Err++
+	}
+}
+
+// observedConn is a redigo connection that reports acquire commands.
+type observedConn struct {
+	redis.Conn
+	o *Observer
+}
+
+var _ redis.ConnWithTimeout = observedConn{}
+
+func (c observedConn) Do(cmd string, args ...any) (any, error) {
+	token, ok := c.o.acquireToken(cmd, args)
+	if ok {
+		c.o.sent(token)
+	}
+	r, err := c.Conn.Do(cmd, args...)
+	if ok {
+		c.o.answered(token, r, err)
+	}
+	return r, err
+}
+
+func (c observedConn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	token, ok := c.o.acquireToken(cmd, args)
+	if ok {
+		c.o.sent(token)
+	}
+	r, err := redis.DoWithTimeout(c.Conn, d, cmd, args...)
+	if ok {
+		c.o.answered(token, r, err)
+	}
+	return r, err
+}
+
+func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
+	return redis.ReceiveWithTimeout(c.Conn, d)
+}
+
+// ObservedPool is a quorumlock pool.Pool whose connections report acquire
+// commands to an Observer. It keeps the wrapped pool's pub/sub dialling, so
+// release announcements still work.
+type ObservedPool struct {
+	P *pool.Redis
+	O *Observer
+}
+
+var (
+	_ pool.Pool        = ObservedPool{}
+	_ pool.Dialer      = ObservedPool{}
+	_ pool.DialCounter = ObservedPool{}
+)
+
+// Get returns an observed connection.
+func (p ObservedPool) Get(ctx context.Context) (redis.Conn, error) {
+	c, err := p.P.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return observedConn{Conn: c, o: p.O}, nil
+}
+
+// Addr returns the master's address.
+func (p ObservedPool) Addr() string { return p.P.Addr() }
+
+// Close closes the wrapped pool.
+func (p ObservedPool) Close() error { return p.P.Close() }
+
+// Dial opens an unobserved connection for pub/sub.
+func (p ObservedPool) Dial(ctx context.Context) (redis.Conn, error) { return p.P.Dial(ctx) }
+
+// Dials returns the wrapped pool's dial count.
+func (p ObservedPool) Dials() uint64 { return p.P.Dials() }
+
+// ObservedRedigoPool is a redigo pool, as redsync's adapter takes it, whose
+// connections report acquire commands to an Observer.
+type ObservedRedigoPool struct {
+	P *redis.Pool
+	O *Observer
+}
+
+var _ RedigoPool = ObservedRedigoPool{}
+
+// Get returns an observed connection.
+func (p ObservedRedigoPool) Get() redis.Conn { return observedConn{Conn: p.P.Get(), o: p.O} }
+
+// GetContext returns an observed connection.
+func (p ObservedRedigoPool) GetContext(ctx context.Context) (redis.Conn, error) {
+	c, err := p.P.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return observedConn{Conn: c, o: p.O}, nil
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Each contender's attempts are seen with the votes the masters gave: a
+// minority pre-held gives 3 yes and 2 no, a majority pre-held 2 yes and 3 no.
+func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
+	cl := startCluster(t)
+	cases := []struct {
+		name string
+		make func(o *Observer) Locker
+	}{
+		{"quorumlock", func(o *Observer) Locker { return newObservedQuorumLock(t, cl.addrs, o) }},
+		{"redsync", func(o *Observer) Locker { return newObservedRedsync(t, cl.addrs, o) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			for _, held := range []int{2, 3} {
+				key := fmt.Sprintf("observe:%s:held%d", tc.name, held)
+				o := NewObserver(key, time.Now())
+				l := tc.make(o)
+				for _, a := range cl.addrs[:held] {
+					do(t, a, "SET", key, "foreign", "PX", 60000)
+				}
+				h, err := l.TryLock(ctx, key)
+				if held < quorum {
+					require.NoError(t, err)
+					require.NoError(t, h.Release(ctx))
+				} else {
+					require.Error(t, err)
+				}
+				require.NoError(t, l.Close()) // waits for stragglers
+
+				got := o.Attempts()
+				require.Len(t, got, 1, "held on %d", held)
+				assert.Equal(t, masters-held, got[0].Yes, "held on %d", held)
+				assert.Equal(t, held, got[0].No, "held on %d", held)
+				assert.Zero(t, got[0].Err)
+			}
+		})
+	}
+}
+
+func TestObserver_IgnoresOtherKeysAndCommands(t *testing.T) {
+	o := NewObserver("k", time.Now())
+	for _, c := range []struct {
+		cmd  string
+		args []any
+	}{
+		{"SET", []any{"other", "t", "NX", "PX", 1}},
+		{"SET", []any{"k", "t"}},
+		{"GET", []any{"k"}},
+		{"EVALSHA", []any{"sha", 1, "k", "t"}},
+		{"EVALSHA", []any{"sha", 3, "other", "f", "g", "t"}},
+	} {
+		_, ok := o.acquireToken(c.cmd, c.args)
+		assert.False(t, ok, "%s %v", c.cmd, c.args)
+	}
+	tok, ok := o.acquireToken("EVALSHA", []any{"sha", 3, "k", "f", "g", "t", "10", "", "1"})
+	assert.True(t, ok)
+	assert.Equal(t, "t", tok)
+}
