@@ -72,8 +72,13 @@ func (r *ContentionResult) MaxShare() float64 {
 	return float64(slices.Max(r.Wins)) / float64(r.Locks)
 }
 
-// maxContentionErrors stops a run whose contender keeps failing.
-const maxContentionErrors = 100
+const (
+	// maxContentionErrors stops a run whose contender keeps failing.
+	maxContentionErrors = 100
+	// maxLogged bounds the acquisition log that split votes are matched
+	// against; later acquisitions are counted but not logged.
+	maxLogged = 1 << 22
+)
 
 // contender is one goroutine's own tallies, merged at the end.
 type contender struct {
@@ -81,7 +86,6 @@ type contender struct {
 	firstErr         error
 	handoff, wait    Histogram
 	maxWait          time.Duration
-	acquired         []time.Duration
 }
 
 // RunContention runs len(cfg.Waiters) goroutines that each loop: Lock the
@@ -119,6 +123,10 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 	lastRelease.Store(-1)
 	lastHolder.Store(-1)
 
+	// Acquisition times go into one slice made up front, each at its own
+	// index, so the loop allocates nothing of its own.
+	acquired := make([]time.Duration, min(cfg.MaxLocks+len(cfg.Waiters), maxLogged))
+	relCtx := context.WithoutCancel(ctx)
 	cs := make([]*contender, len(cfg.Waiters))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -152,8 +160,10 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 					}
 				}
 				c.wins++
-				c.acquired = append(c.acquired, t1)
 				n := total.Add(1)
+				if n <= int64(len(acquired)) {
+					acquired[n-1] = t1
+				}
 				inCS.Store(false)
 				lastHolder.Store(int64(g))
 				lastRelease.Store(int64(since()))
@@ -162,7 +172,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 				// cancelled: Release returns at quorum, and the deletes still
 				// on their way to the other masters must not be cut short.
 				// Each contender bounds them by its own node timeout.
-				if err := h.Release(context.WithoutCancel(ctx)); err != nil {
+				if err := h.Release(relCtx); err != nil {
 					c.fail(err, cancel)
 				}
 				if n >= int64(cfg.MaxLocks) {
@@ -174,7 +184,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 	wg.Wait()
 
 	r := &ContentionResult{Elapsed: time.Since(start), Overlaps: int(overlaps.Load())}
-	var acquired []time.Duration
+	acquired = acquired[:min(int(total.Load()), len(acquired))]
 	for _, c := range cs {
 		r.Wins = append(r.Wins, c.wins)
 		r.Locks += c.wins
@@ -186,7 +196,6 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 		r.Handoff.Merge(&c.handoff)
 		r.Wait.Merge(&c.wait)
 		r.MaxWait = max(r.MaxWait, c.maxWait)
-		acquired = append(acquired, c.acquired...)
 	}
 	slices.Sort(acquired)
 	if cfg.Observer != nil {

@@ -97,9 +97,8 @@ type floorLock struct {
 
 // vote is one master's answer.
 type vote struct {
-	node int
-	ok   bool
-	err  error
+	ok  bool
+	err error
 }
 
 // TryLock makes one attempt.
@@ -116,20 +115,7 @@ func (f *Floor) TryLock(ctx context.Context, key string) (Held, error) {
 		refused[i] = err == nil && r == nil
 		return r == "OK", err
 	})
-	yes, no := 0, 0
-wait:
-	for yes < f.quorum && no <= n-f.quorum {
-		select {
-		case v := <-votes:
-			if v.ok {
-				yes++
-			} else {
-				no++
-			}
-		case <-opCtx.Done():
-			break wait
-		}
-	}
+	yes, _ := collect(opCtx, votes, n, f.quorum)
 	validity := f.ttl - time.Since(start) - Drift(f.ttl)
 	l := &floorLock{f: f, key: key, token: token, landed: landed, refused: refused}
 	if yes >= f.quorum && validity > 0 {
@@ -167,25 +153,41 @@ func (l *floorLock) Release(ctx context.Context) error {
 		_, err := f.del(ctx, i, l.key, l.token)
 		return err == nil, err
 	})
-	ok, failed := 0, 0
-	var errs []error
-	for ok < f.quorum && failed <= n-f.quorum {
-		select {
-		case v := <-votes:
-			if v.ok {
-				ok++
-			} else {
-				failed++
-				errs = append(errs, v.err)
-			}
-		case <-opCtx.Done():
-			return fmt.Errorf("floor: release reached %d of %d masters: %w", ok, n, opCtx.Err())
-		}
-	}
+	ok, errs := collect(opCtx, votes, n, f.quorum)
 	if ok >= f.quorum {
 		return nil
 	}
 	return fmt.Errorf("floor: release reached %d of %d masters: %w", ok, n, errors.Join(errs...))
+}
+
+// collect counts votes until need of the n masters said yes, or need can no
+// longer be reached, or ctx's deadline passed. Votes already in when the
+// deadline passed, or when the last master's op ended it, still count.
+func collect(ctx context.Context, votes <-chan vote, n, need int) (yes int, errs []error) {
+	take := func(v vote) {
+		if v.ok {
+			yes++
+		} else if v.err != nil {
+			errs = append(errs, v.err)
+		}
+	}
+	for answered := 0; answered < n && yes < need && yes+n-answered >= need; answered++ {
+		select {
+		case v := <-votes:
+			take(v)
+		case <-ctx.Done():
+			for ; answered < n && yes < need; answered++ {
+				select {
+				case v := <-votes:
+					take(v)
+				default:
+					return yes, append(errs, ctx.Err())
+				}
+			}
+			return yes, errs
+		}
+	}
+	return yes, errs
 }
 
 // fanOut runs op on every master at once under one deadline, the node
@@ -205,7 +207,7 @@ func (f *Floor) fanOut(ctx context.Context, after []chan struct{}, op func(ctx c
 		f.bg.Add(1)
 		go func() {
 			defer f.bg.Done()
-			v := vote{node: i}
+			var v vote
 			if after != nil {
 				select {
 				case <-after[i]:

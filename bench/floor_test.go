@@ -13,6 +13,7 @@ import (
 func TestFloor_AcquireRelease_HoldsEverywhereThenLeavesNothing(t *testing.T) {
 	cl := startCluster(t)
 	f := newFloor(t, cl.addrs)
+	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
 
 	h, err := f.TryLock(ctx, "k")
@@ -35,6 +36,7 @@ func TestFloor_AcquireRelease_HoldsEverywhereThenLeavesNothing(t *testing.T) {
 func TestFloor_MinorityHeld_StillLocksAndLeavesForeignKeys(t *testing.T) {
 	cl := startCluster(t)
 	f := newFloor(t, cl.addrs)
+	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
 	for _, a := range cl.addrs[:2] {
 		do(t, a, "SET", "k", "foreign", "PX", 60000)
@@ -55,6 +57,7 @@ func TestFloor_MinorityHeld_StillLocksAndLeavesForeignKeys(t *testing.T) {
 func TestFloor_MajorityHeld_FailsWithoutResidue(t *testing.T) {
 	cl := startCluster(t)
 	f := newFloor(t, cl.addrs)
+	warmUp(t, f, "warm")
 	for _, a := range cl.addrs[:3] {
 		do(t, a, "SET", "k", "foreign", "PX", 60000)
 	}

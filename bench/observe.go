@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -23,12 +24,17 @@ import (
 // The cost is a map update under a mutex per acquire command, the same for
 // every contender; latency scenarios do not use it.
 type Observer struct {
-	key  string
-	base time.Time
+	w atomic.Pointer[watch]
 
 	mu       sync.Mutex
 	attempts map[string]*Attempt
 	dropped  int
+}
+
+// watch is what an Observer watches: a key, and its clock's origin.
+type watch struct {
+	key  string
+	base time.Time
 }
 
 // Attempt is one acquisition attempt as the masters answered it.
@@ -46,7 +52,19 @@ const maxAttempts = 1 << 20
 // NewObserver watches attempts on key, timing them from base (the
 // contention harness's clock).
 func NewObserver(key string, base time.Time) *Observer {
-	return &Observer{key: key, base: base, attempts: map[string]*Attempt{}}
+	o := &Observer{attempts: map[string]*Attempt{}}
+	o.w.Store(&watch{key: key, base: base})
+	return o
+}
+
+// Reset forgets every attempt and watches key from now on, timing it from
+// base.
+func (o *Observer) Reset(key string, base time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.w.Store(&watch{key: key, base: base})
+	o.attempts = map[string]*Attempt{}
+	o.dropped = 0
 }
 
 // Attempts returns every attempt seen, in order of start.
@@ -72,14 +90,15 @@ func (o *Observer) Dropped() int {
 // returns its token. quorumlock's acquire script takes three keys, the lock
 // key first, and the token as its first argument.
 func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
+	key := o.w.Load().key
 	switch cmd {
 	case "SET":
-		if len(args) >= 3 && args[0] == o.key && args[2] == "NX" {
+		if len(args) >= 3 && args[0] == key && args[2] == "NX" {
 			t, ok := args[1].(string)
 			return t, ok
 		}
 	case "EVALSHA", "EVAL":
-		if len(args) >= 6 && args[1] == 3 && args[2] == o.key {
+		if len(args) >= 6 && args[1] == 3 && args[2] == key {
 			t, ok := args[5].(string)
 			return t, ok
 		}
@@ -89,7 +108,7 @@ func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 
 // sent notes an acquire command going out.
 func (o *Observer) sent(token string) {
-	now := time.Since(o.base)
+	now := time.Since(o.w.Load().base)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.attempts[token] != nil {
