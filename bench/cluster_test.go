@@ -3,6 +3,11 @@ package bench
 import (
 	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,12 +109,15 @@ func newFloor(tb testing.TB, addrs []string) *Floor {
 	return f
 }
 
-// contenders returns the three contenders over addrs, in table order.
+// contenders returns the contenders over addrs, in table order: the
+// library, redsync, the floor, and the floor running the library's scripts
+// (a diagnostic that splits the library's cost into client and masters).
 func contenders(tb testing.TB, addrs []string) []Contender {
 	return []Contender{
 		{"quorumlock", newQuorumLock(tb, addrs)},
 		{"redsync", newRedsync(tb, addrs)},
 		{"floor", newFloor(tb, addrs)},
+		{"floor-lua", newScriptedFloor(tb, addrs)},
 	}
 }
 
@@ -203,4 +211,46 @@ func residue(tb testing.TB, addrs []string, key string) int {
 		}
 	}
 	return n
+}
+
+// newScriptedFloor is the floor running the library's own scripts, read
+// from its source next to this module.
+func newScriptedFloor(tb testing.TB, addrs []string) *Floor {
+	tb.Helper()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "redlock", "scripts", name))
+		require.NoError(tb, err)
+		return string(b)
+	}
+	lib := read("lib.lua")
+	pools := make([]*redis.Pool, len(addrs))
+	for i, a := range addrs {
+		pools[i] = NewRedigoPool(a)
+	}
+	f, err := NewScriptedFloor(pools, nodeTimeout, lockTTL, lib+"\n"+read("acquire.lua"), lib+"\n"+read("release.lua"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
+// cpuUsed returns the CPU time used so far by this process (the client
+// side of every contender, and the delay proxy) and by the masters together.
+func cpuUsed(tb testing.TB, addrs []string) (client, masters time.Duration) {
+	tb.Helper()
+	var u syscall.Rusage
+	require.NoError(tb, syscall.Getrusage(syscall.RUSAGE_SELF, &u))
+	client = time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	for _, a := range addrs {
+		info, err := redis.String(do(tb, a, "INFO", "cpu"), nil)
+		require.NoError(tb, err)
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+				secs, err := strconv.ParseFloat(v, 64)
+				require.NoError(tb, err)
+				masters += time.Duration(secs * float64(time.Second))
+			}
+		}
+	}
+	return client, masters
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,8 +35,12 @@ type Floor struct {
 	quorum  int
 	timeout time.Duration
 	ttl     time.Duration
-	delSHA  string         // SHA1 of deleteScript, for EVALSHA
 	bg      sync.WaitGroup // stragglers: late SETs and their deletes
+
+	// acquire and release run on one master; see NewFloor and
+	// NewScriptedFloor.
+	acquire func(ctx context.Context, i int, key, token string) (ok, refused bool, err error)
+	release func(ctx context.Context, i int, key, token string) error
 }
 
 var _ Locker = (*Floor)(nil)
@@ -59,14 +64,67 @@ func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
 			return nil, fmt.Errorf("floor: pool %d is nil", i)
 		}
 	}
-	sum := sha1.Sum([]byte(deleteScript))
-	return &Floor{
-		pools:   pools,
-		quorum:  len(pools)/2 + 1,
-		timeout: timeout,
-		ttl:     ttl,
-		delSHA:  hex.EncodeToString(sum[:]),
-	}, nil
+	f := &Floor{pools: pools, quorum: len(pools)/2 + 1, timeout: timeout, ttl: ttl}
+	del := newScript(deleteScript, 1)
+	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
+		r, err := f.do(ctx, i, "SET", key, token, "NX", "PX", f.ttl.Milliseconds())
+		return r == "OK", err == nil && r == nil, err
+	}
+	f.release = func(ctx context.Context, i int, key, token string) error {
+		_, err := f.eval(ctx, i, del, key, token)
+		return err
+	}
+	return f, nil
+}
+
+// script is a Lua script sent by SHA1, and by source when the master does
+// not have it cached.
+type script struct {
+	src, sha string
+	keys     int
+}
+
+func newScript(src string, keys int) script {
+	sum := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(sum[:]), keys: keys}
+}
+
+// NewScriptedFloor is the floor's client code running quorumlock's own Lua
+// scripts instead of SET NX PX and the bare compare-and-delete: the acquire
+// script with its fencing counter, and the release script with its
+// announcement. acquireSrc and releaseSrc are the scripts as the library
+// sends them (its lib.lua, a newline, then the script).
+//
+// It splits the gap between the floor and the library in two: what the
+// floor and this one differ by is work on the masters; what this one and
+// the library differ by is work in the client.
+func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSrc, releaseSrc string) (*Floor, error) {
+	f, err := NewFloor(pools, timeout, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if acquireSrc == "" || releaseSrc == "" {
+		return nil, errors.New("floor: empty script")
+	}
+	acq, rel := newScript(acquireSrc, 3), newScript(releaseSrc, 1)
+	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
+	keepMS := strconv.FormatInt((10 * time.Minute).Milliseconds(), 10) // the library's default fence retention
+	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
+		r, err := redis.Int64s(f.eval(ctx, i, acq,
+			key, "quorumlock:fence:"+key, "quorumlock:fence-floor", token, ttlMS, "", keepMS))
+		if err != nil {
+			return false, false, err
+		}
+		if len(r) != 2 {
+			return false, false, fmt.Errorf("floor: acquire script replied %v", r)
+		}
+		return r[0] == 1, r[0] == 0, nil
+	}
+	f.release = func(ctx context.Context, i int, key, token string) error {
+		_, err := redis.Int64(f.eval(ctx, i, rel, key, token, "", "quorumlock:released:"+key))
+		return err
+	}
+	return f, nil
 }
 
 // NewFloorFromAddrs returns a floor over fresh pools (NewRedigoPool).
@@ -111,9 +169,9 @@ func (f *Floor) TryLock(ctx context.Context, key string) (Held, error) {
 	refused := make([]bool, n)
 	start := time.Now()
 	opCtx, votes, landed := f.fanOut(ctx, nil, func(ctx context.Context, i int) (bool, error) {
-		r, err := f.do(ctx, i, "SET", key, token, "NX", "PX", f.ttl.Milliseconds())
-		refused[i] = err == nil && r == nil
-		return r == "OK", err
+		ok, no, err := f.acquire(ctx, i, key, token)
+		refused[i] = no
+		return ok, err
 	})
 	yes, _ := collect(opCtx, votes, n, f.quorum)
 	validity := f.ttl - time.Since(start) - Drift(f.ttl)
@@ -139,7 +197,7 @@ func (l *floorLock) rollback() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.f.timeout)
 			defer cancel()
-			l.f.del(ctx, i, l.key, l.token)
+			l.f.release(ctx, i, l.key, l.token)
 		}()
 	}
 }
@@ -150,7 +208,7 @@ func (l *floorLock) Release(ctx context.Context) error {
 	f := l.f
 	n := len(f.pools)
 	opCtx, votes, _ := f.fanOut(ctx, l.landed, func(ctx context.Context, i int) (bool, error) {
-		_, err := f.del(ctx, i, l.key, l.token)
+		err := f.release(ctx, i, l.key, l.token)
 		return err == nil, err
 	})
 	ok, errs := collect(opCtx, votes, n, f.quorum)
@@ -228,11 +286,16 @@ func (f *Floor) fanOut(ctx context.Context, after []chan struct{}, op func(ctx c
 	return opCtx, votes, done
 }
 
-// del runs the compare-and-delete on master i.
-func (f *Floor) del(ctx context.Context, i int, key, token string) (any, error) {
-	r, err := f.do(ctx, i, "EVALSHA", f.delSHA, 1, key, token)
+// eval runs a script on master i: EVALSHA, then EVAL on NOSCRIPT. keys
+// come first in keysAndArgs; their count is the script's.
+func (f *Floor) eval(ctx context.Context, i int, s script, keysAndArgs ...any) (any, error) {
+	args := make([]any, 0, 2+len(keysAndArgs))
+	args = append(args, s.sha, s.keys)
+	args = append(args, keysAndArgs...)
+	r, err := f.do(ctx, i, "EVALSHA", args...)
 	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
-		r, err = f.do(ctx, i, "EVAL", deleteScript, 1, key, token)
+		args[0] = s.src
+		r, err = f.do(ctx, i, "EVAL", args...)
 	}
 	return r, err
 }

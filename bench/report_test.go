@@ -71,9 +71,12 @@ func TestReport(t *testing.T) {
 				if k == "distinct" {
 					keys = DistinctKeys(fmt.Sprintf("distinct:%s:%d", c.Name, r), seqMaxOps)
 				}
+				c0, m0 := cpuUsed(t, cl.addrs)
 				res, err := RunSequential(ctx, c, keys, seqMaxOps, seqMaxTime)
 				require.NoError(t, err)
+				c1, m1 := cpuUsed(t, cl.addrs)
 				recordSeq(round, "seq-"+k+"/"+c.Name, res)
+				recordCPU(round, "seq-"+k+"/"+c.Name, res.Ops, c1-c0, m1-m0)
 			}
 		}
 		for _, c := range rotate(slow, r) {
@@ -118,6 +121,17 @@ func recordSeq(r Round, row string, s *SeqResult) {
 	r[row+"/errors"] = float64(s.Errors)
 }
 
+// recordCPU notes CPU per operation: this process's, and the masters'
+// together. Both include the measuring itself and any background clean-up
+// of earlier operations that ran meanwhile.
+func recordCPU(r Round, row string, ops int, client, masters time.Duration) {
+	if ops == 0 {
+		return
+	}
+	r[row+"/client_cpu_us"] = micros(client) / float64(ops)
+	r[row+"/masters_cpu_us"] = micros(masters) / float64(ops)
+}
+
 func recordContention(r Round, row string, c *ContentionResult, dropped, residue int) {
 	r[row+"/locks_s"] = c.Throughput()
 	r[row+"/locks"] = float64(c.Locks)
@@ -157,11 +171,13 @@ func reportHeader(t *testing.T, cl *cluster, rounds int) string {
 }
 
 func reportTables(rounds []Round) string {
-	libs := []string{"quorumlock", "redsync", "floor"}
+	libs := []string{"quorumlock", "redsync", "floor", "floor-lua"}
 	seqCols := []Column{
 		{"p50 µs", "p50_us", "%.0f"}, {"p99 µs", "p99_us", "%.0f"},
 		{"ops/s", "ops_s", "%.0f"}, {"errors", "errors", "%.0f"},
 	}
+	cpuCols := append(seqCols[:len(seqCols):len(seqCols)],
+		Column{"client CPU µs/op", "client_cpu_us", "%.0f"}, Column{"masters' CPU µs/op", "masters_cpu_us", "%.0f"})
 	var seqRows, slowRows []Row
 	for _, k := range []string{"distinct", "same"} {
 		for _, l := range libs {
@@ -177,7 +193,7 @@ func reportTables(rounds []Round) string {
 		cRows = append(cRows, Row{v, "contend/" + v})
 	}
 	tables := []Table{
-		{"### 1 client, sequential acquire+release, 5 healthy masters", seqRows, seqCols},
+		{"### 1 client, sequential acquire+release, 5 healthy masters", seqRows, cpuCols},
 		{"### 1 client, new keys, one master of five answering 20 ms late", slowRows, seqCols},
 		{"### 8 goroutines contending for one key, no hold time", cRows, []Column{
 			{"locks/s", "locks_s", "%.0f"}, {"hand-off p50 ms", "handoff_p50_ms", "%.2f"},
@@ -214,9 +230,24 @@ func reportTables(rounds []Round) string {
 		b.WriteString(tb.Markdown(rounds) + "\n")
 	}
 	b.WriteString(TargetsMarkdown("### Targets (ratios within a round)", targets, rounds))
-	b.WriteString("\nFor reference (not targets): p50 floor, 1 master late / healthy: " +
-		Summarise(series(rounds, Ratio("slow/floor/p50_us", "seq-distinct/floor/p50_us"))).Format("%.2f") +
-		"; p50 redsync, 1 master late: " + Summarise(Series(rounds, "slow/redsync/p50_us")).Format("%.0f") + " µs.\n")
+	b.WriteString("\n### Where the difference comes from (same-round ratios, not targets)\n\n| ratio | median (min–max) |\n|---|---|\n")
+	for _, d := range []struct {
+		title string
+		value func(Round) (float64, bool)
+	}{
+		{"p50 floor-lua / floor, distinct keys: the library's scripts on the masters", Ratio("seq-distinct/floor-lua/p50_us", "seq-distinct/floor/p50_us")},
+		{"p50 quorumlock / floor-lua, distinct keys: the library's client code", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor-lua/p50_us")},
+		{"p50 floor-lua / floor, same key", Ratio("seq-same/floor-lua/p50_us", "seq-same/floor/p50_us")},
+		{"p50 quorumlock / floor-lua, same key", Ratio("seq-same/quorumlock/p50_us", "seq-same/floor-lua/p50_us")},
+		{"masters' CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/masters_cpu_us", "seq-distinct/floor/masters_cpu_us")},
+		{"client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
+		{"ops/s floor / redsync, distinct keys: the most any client could gain", Ratio("seq-distinct/floor/ops_s", "seq-distinct/redsync/ops_s")},
+		{"p50 floor, 1 master late / floor healthy", Ratio("slow/floor/p50_us", "seq-distinct/floor/p50_us")},
+		{"p50 quorumlock, 1 master late / quorumlock healthy", Ratio("slow/quorumlock/p50_us", "seq-distinct/quorumlock/p50_us")},
+		{"p50 redsync, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync/p50_us", "slow/quorumlock/p50_us")},
+	} {
+		fmt.Fprintf(&b, "| %s | %s |\n", d.title, Summarise(series(rounds, d.value)).Format("%.2f"))
+	}
 	return b.String()
 }
 
