@@ -12,6 +12,8 @@ import (
 //
 // Timers and contexts made by a Fake fire during Advance, in deadline order.
 type Fake struct {
+	advance sync.Mutex // serialises Advance, which releases mu while it fires contexts
+
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
@@ -42,44 +44,25 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return t
 }
 
-// WithTimeout returns a context cancelled with context.DeadlineExceeded when
-// the fake time reaches now+d. Its Deadline reports the fake deadline.
+// WithTimeout returns a context that behaves as one from context.WithTimeout
+// on the fake time: when the fake time reaches now+d it is cancelled with
+// context.DeadlineExceeded, and so is every context derived from it. The
+// context, and those derived from it by context.WithCancel, WithTimeout and
+// the like, are done before Advance returns; a context derived through a
+// context.WithValue layer follows on a goroutine of package context. Its
+// Deadline is the fake deadline, or the parent's if that is earlier. Until it
+// is done it counts as a parked timer.
 func (f *Fake) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
-	t := &fakeTimer{clock: f, fn: func() { cancel(context.DeadlineExceeded) }}
-	f.mu.Lock()
-	f.schedule(t, d)
-	deadline := t.when
-	f.mu.Unlock()
-	stop := func() {
-		t.Stop()
-		cancel(context.Canceled)
-	}
-	return deadlineCtx{Context: ctx, deadline: deadline}, stop
-}
-
-// deadlineCtx reports a fake deadline and returns DeadlineExceeded as its Err
-// once the fake timer fired, as a context.WithTimeout would.
-type deadlineCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-func (c deadlineCtx) Err() error {
-	if err := c.Context.Err(); err != nil {
-		if cause := context.Cause(c.Context); cause == context.DeadlineExceeded {
-			return cause
-		}
-		return err
-	}
-	return nil
+	return newTimeoutCtx(f, parent, d)
 }
 
 // Advance moves the fake time forward by d and fires every timer that falls due,
-// in deadline order.
+// in deadline order. Concurrent calls take turns, so their durations add up.
+// A negative d counts as 0: the fake time never goes backwards.
 func (f *Fake) Advance(d time.Duration) {
+	f.advance.Lock()
+	defer f.advance.Unlock()
+	d = max(d, 0)
 	f.mu.Lock()
 	end := f.now.Add(d)
 	for {
@@ -89,8 +72,14 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 		f.now = t.when
 		f.remove(t)
+		if t.fn == nil {
+			// Sent under f.mu, so that a Stop or Reset that returns
+			// before it is never followed by this value.
+			t.send(t.when)
+			continue
+		}
 		f.mu.Unlock()
-		t.fire()
+		t.fn()
 		f.mu.Lock()
 	}
 	f.now = end
@@ -124,16 +113,21 @@ func (f *Fake) BlockUntil(ctx context.Context, n int) error {
 }
 
 // schedule parks t to fire at now+d. f.mu must be held.
-func (f *Fake) schedule(t *fakeTimer, d time.Duration) {
+//
+// A t that is due already is not parked. A timer's value is then ready before
+// schedule returns, as with time.NewTimer(0). A context is reported due
+// instead: the caller cancels it once f.mu is released.
+func (f *Fake) schedule(t *fakeTimer, d time.Duration) (due bool) {
 	t.when = f.now.Add(d)
 	if d <= 0 {
-		// Due already: fire without waiting for an Advance, as time.NewTimer(0) does.
-		go t.fire()
-		return
+		if t.fn == nil {
+			t.send(f.now)
+		}
+		return t.fn != nil
 	}
 	f.timers = append(f.timers, t)
-	t.active = true
 	f.notify()
+	return false
 }
 
 func (f *Fake) nextDue(end time.Time) *fakeTimer {
@@ -149,7 +143,6 @@ func (f *Fake) remove(t *fakeTimer) bool {
 	for i, x := range f.timers {
 		if x == t {
 			f.timers = append(f.timers[:i], f.timers[i+1:]...)
-			t.active = false
 			f.notify()
 			return true
 		}
@@ -163,36 +156,51 @@ func (f *Fake) notify() {
 }
 
 type fakeTimer struct {
-	clock  *Fake
-	when   time.Time
-	active bool
-	c      chan time.Time // for timers
-	fn     func()         // for contexts
+	clock *Fake
+	when  time.Time
+	c     chan time.Time // for timers
+	fn    func()         // for contexts
 }
 
-func (t *fakeTimer) fire() {
-	if t.fn != nil {
-		t.fn()
-		return
-	}
+// send delivers v on a timer's channel unless a value is already waiting
+// there. t.clock.mu must be held.
+func (t *fakeTimer) send(v time.Time) {
 	select {
-	case t.c <- t.when:
+	case t.c <- v:
 	default:
 	}
 }
 
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 
+// drain discards a value delivered but not yet received, and reports whether
+// there was one. t.clock.mu must be held.
+func (t *fakeTimer) drain() bool {
+	select {
+	case <-t.c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop behaves as time.Timer.Stop since Go 1.23: no value is received after
+// it returns, and it reports true if it unparked the timer or discarded a
+// value not yet received.
 func (t *fakeTimer) Stop() bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
-	return t.clock.remove(t)
+	was := t.clock.remove(t)
+	return t.drain() || was
 }
 
+// Reset behaves as time.Timer.Reset since Go 1.23: a value from before the
+// Reset is never received after it, and it reports as Stop does.
 func (t *fakeTimer) Reset(d time.Duration) bool {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
 	was := t.clock.remove(t)
-	t.clock.schedule(t, d)
+	was = t.drain() || was
+	t.clock.schedule(t, d) // a timer, never a context: a due value is sent here
 	return was
 }

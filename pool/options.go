@@ -13,7 +13,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithDialTimeout bounds connecting, including the TLS handshake, AUTH and
-// SELECT. Default 1s. Must not be negative.
+// SELECT, as one deadline; a ctx with an earlier deadline ends the dial
+// sooner. Default 1s. Must not be negative; 0 means no bound but the ctx's.
 func WithDialTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.dialTimeout = d })
 }
@@ -53,8 +54,8 @@ func WithAuth(username, password string) Option {
 // WithDB selects a logical database on every new connection. Default 0.
 func WithDB(db int) Option { return optionFunc(func(c *config) { c.db = db }) }
 
-// WithTLS connects over TLS with the given configuration. If its ServerName
-// is empty, the host of the address is used. Default: plain TCP, unless the
+// WithTLS connects over TLS with the given configuration, which New copies.
+// If its ServerName is empty, the host of the address is used. Default: plain TCP, unless the
 // address is a rediss:// URL.
 func WithTLS(cfg *tls.Config) Option {
 	return optionFunc(func(c *config) { c.tls, c.useTLS = cfg, true })

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -94,23 +95,13 @@ func defaults() config {
 // (Go durations), max_idle, max_active (integers). Options given to New
 // override what the URL says.
 func New(addr string, opts ...Option) (*Redis, error) {
-	c := defaults()
-	if err := parseAddr(addr, &c); err != nil {
-		return nil, err
-	}
-	for _, o := range opts {
-		if o == nil {
-			return nil, errors.New("pool: nil option")
-		}
-		o.apply(&c)
-	}
-	if err := c.validate(); err != nil {
+	c, err := resolve(addr, opts)
+	if err != nil {
 		return nil, err
 	}
 	r := &Redis{addr: c.addr}
 	dialOpts := []redis.DialOption{
-		redis.DialConnectTimeout(c.dialTimeout),
-		redis.DialTLSHandshakeTimeout(c.dialTimeout),
+		redis.DialContextFunc(netDialer(c)),
 		redis.DialReadTimeout(c.readTimeout),
 		redis.DialWriteTimeout(c.writeTimeout),
 		redis.DialDatabase(c.db),
@@ -121,13 +112,14 @@ func New(addr string, opts ...Option) (*Redis, error) {
 			dialOpts = append(dialOpts, redis.DialUsername(c.username))
 		}
 	}
-	if c.useTLS || c.tls != nil {
-		dialOpts = append(dialOpts, redis.DialUseTLS(true))
-		if c.tls != nil {
-			dialOpts = append(dialOpts, redis.DialTLSConfig(c.tls))
-		}
-	}
 	r.dial = func(ctx context.Context) (redis.Conn, error) {
+		// One deadline for the whole dial: redigo bounds AUTH and SELECT
+		// by the ctx, or else by the read timeout.
+		if c.dialTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.dialTimeout)
+			defer cancel()
+		}
 		conn, err := redis.DialContext(ctx, "tcp", c.addr, dialOpts...)
 		if err != nil {
 			return nil, err
@@ -143,6 +135,36 @@ func New(addr string, opts ...Option) (*Redis, error) {
 		DialContext: r.dial,
 	}
 	return r, nil
+}
+
+// netDialer returns the function that opens the network connection,
+// including the TLS handshake, within the dial's ctx. redigo's own TLS
+// handshake is bounded only by a fixed timeout and ignores the ctx.
+func netDialer(c config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{KeepAlive: 5 * time.Minute}
+	var tlsCfg *tls.Config
+	if c.useTLS {
+		tlsCfg = c.tls.Clone() // nil for nil; the caller's stays unchanged
+		if tlsCfg == nil {
+			tlsCfg = &tls.Config{}
+		}
+		if tlsCfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(c.addr) // resolve made c.addr host:port
+			tlsCfg.ServerName = host
+		}
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil || tlsCfg == nil {
+			return conn, err
+		}
+		tc := tls.Client(conn, tlsCfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }
 
 // Get returns a pooled connection, dialling one within ctx's deadline if none
@@ -171,6 +193,25 @@ func (r *Redis) Stats() redis.PoolStats { return r.pool.Stats() }
 // Close closes the idle connections. Connections in use are closed when they
 // are given back.
 func (r *Redis) Close() error { return r.pool.Close() }
+
+// resolve builds the configuration New uses: the defaults, then what addr
+// says, then opts, validated.
+func resolve(addr string, opts []Option) (config, error) {
+	c := defaults()
+	if err := parseAddr(addr, &c); err != nil {
+		return config{}, err
+	}
+	for _, o := range opts {
+		if o == nil {
+			return config{}, errors.New("pool: nil option")
+		}
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return config{}, err
+	}
+	return c, nil
+}
 
 func (c *config) validate() error {
 	var errs []string

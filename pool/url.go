@@ -1,33 +1,75 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // parseAddr fills c from "host:port" or a redis:// or rediss:// URL.
+//
+// Errors show addr only through redact, and never quote a part of it that
+// could hold a password.
 func parseAddr(addr string, c *config) error {
 	addr = strings.TrimSpace(addr)
 	if addr == "" {
 		return fmt.Errorf("pool: empty address")
 	}
 	if !strings.Contains(addr, "://") {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return fmt.Errorf("pool: address %q: want host:port or a redis:// URL: %v", addr, err)
+		return parseHostPort(addr, c)
+	}
+	return parseURL(addr, c)
+}
+
+func parseHostPort(addr string, c *config) error {
+	if strings.Contains(addr, "@") {
+		return fmt.Errorf("pool: address %q: user information needs a redis:// URL", redact(addr))
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		msg := err.Error()
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			msg = ae.Err // without the address, which redact shows
 		}
-		if err := checkPort(port); err != nil {
-			return fmt.Errorf("pool: address %q: %v", addr, err)
-		}
-		c.addr = net.JoinHostPort(host, port)
-		return nil
+		return fmt.Errorf("pool: address %q: want host:port or a redis:// URL: %s", redact(addr), msg)
+	}
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
+	}
+	port, err = checkPort(port)
+	if err != nil {
+		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
+	}
+	c.addr = net.JoinHostPort(host, port)
+	return nil
+}
+
+func parseURL(addr string, c *config) error {
+	// The user information ends at the last '@'. If a '/', '?' or '#' comes
+	// before it, url.Parse would cut a password there and read the rest as
+	// host, port or path, and the errors would quote it.
+	rest := addr[strings.Index(addr, "://")+len("://"):]
+	if at := strings.LastIndex(rest, "@"); at >= 0 && strings.ContainsAny(rest[:at], "/?#") {
+		return fmt.Errorf("pool: address %q: escape '/', '?' and '#' in the user information as %%2F, %%3F and %%23", redact(addr))
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
+		if strings.Contains(addr, "@") {
+			// url.Parse's own message may quote a part of the password.
+			return fmt.Errorf("pool: address %q: not a valid URL", redact(addr))
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which redact shows
+		}
 		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
 	}
 	switch u.Scheme {
@@ -38,13 +80,14 @@ func parseAddr(addr string, c *config) error {
 		return fmt.Errorf("pool: address %q: scheme %q is not redis or rediss", redact(addr), u.Scheme)
 	}
 	host, port := u.Hostname(), u.Port()
-	if host == "" {
-		return fmt.Errorf("pool: address %q: no host", redact(addr))
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
 	}
 	if port == "" {
 		port = "6379"
 	}
-	if err := checkPort(port); err != nil {
+	port, err = checkPort(port)
+	if err != nil {
 		return fmt.Errorf("pool: address %q: %v", redact(addr), err)
 	}
 	c.addr = net.JoinHostPort(host, port)
@@ -64,7 +107,10 @@ func parseAddr(addr string, c *config) error {
 		}
 		c.db = db
 	}
-	for k, vs := range u.Query() {
+	q := u.Query()
+	// In a fixed order, so that the same address always gives the same error.
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		vs := q[k]
 		v := vs[len(vs)-1]
 		var err error
 		switch k {
@@ -92,19 +138,61 @@ func parseAddr(addr string, c *config) error {
 	return nil
 }
 
-func checkPort(p string) error {
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q is not in 1-65535", p)
+// checkHost refuses a host that no dialer takes: it must be a DNS name or an
+// IPv4 address (ASCII letters, digits, '-', '.', '_') or an IPv6 address.
+// The host never holds a password: the caller has cut any user information.
+func checkHost(h string) error {
+	if h == "" {
+		return errors.New("no host")
+	}
+	if strings.Contains(h, ":") {
+		if _, err := netip.ParseAddr(h); err != nil {
+			return fmt.Errorf("host %q is not an IPv6 address", h)
+		}
+		return nil
+	}
+	for _, r := range h {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return fmt.Errorf("host %q: %q is not allowed in a host name", h, r)
+		}
 	}
 	return nil
 }
 
-// redact hides a password so that it never reaches an error message.
+// checkPort returns p as a plain decimal in 1-65535, or an error. It refuses
+// what strconv.Atoi would take but a dialer would not, such as "+80".
+func checkPort(p string) (string, error) {
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n < 1 {
+		return "", fmt.Errorf("port %q is not in 1-65535", p)
+	}
+	return strconv.FormatUint(n, 10), nil
+}
+
+// redact hides the user information of addr, which may hold a password: all
+// of it, from after the scheme to the last '@', whether addr is a valid URL
+// or not.
 func redact(addr string) string {
-	u, err := url.Parse(addr)
-	if err != nil || u.User == nil {
+	start := 0
+	if i := strings.Index(addr, "://"); i > 0 && isScheme(addr[:i]) {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(addr, "@")
+	if at < start {
 		return addr
 	}
-	return u.Redacted()
+	return addr[:start] + "xxxxx" + addr[at:]
+}
+
+// isScheme reports whether s is a URL scheme as RFC 3986 spells it.
+func isScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

@@ -73,6 +73,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if a.hint > 0 && a.hint < delay {
 			delay = a.hint
 		}
+		if w.deafSpell() {
+			// A release now could go unheard: poll until the subscription is confirmed.
+			delay = min(delay, c.nodeTimeout(ttl))
+		}
 		if a.split {
 			// Several waiters each won a minority: none holds the lock, and the
 			// rollbacks are done. Retry at once, spread by a little jitter.
@@ -177,7 +181,12 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		}
 	}
 	out := outcome{hint: c.expiryHint(res, grants, refused)}
-	out.split = len(res.Yes)+len(res.Abstained) > 0 && refusals < c.quorum && len(res.Pending) == 0
+	// A split vote: contenders each took a minority. Enough masters answered
+	// for a quorum to have been possible, some for us and some for others,
+	// yet no single holder has a quorum. Masters that failed or are slow
+	// (an outage) are not a split: those wait for the backoff.
+	granted := len(res.Yes) + len(res.Abstained)
+	out.split = granted > 0 && refusals > 0 && refusals < c.quorum && granted+refusals >= c.quorum
 	if res.Err != nil {
 		out.err = fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err)
 	} else {
@@ -316,8 +325,7 @@ func (c *Client) expiryHint(res *quorumlock.Result, grants []grant, refused []bo
 
 func heldFor(pttl time.Duration) error {
 	if pttl > 0 {
-		return fmt.Errorf("%w (expires in %v)", errHeld, pttl)
+		return fmt.Errorf("%w (expires in %v)", ErrHeld, pttl)
 	}
-	return errHeld
+	return ErrHeld
 }
-

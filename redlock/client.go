@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -53,6 +54,25 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		}
 		seen[p.Addr()] = i
 	}
+	c, err := build(len(pools), opts)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]node, len(pools))
+	for i, p := range pools {
+		n := &redisNode{pool: p, scripts: &c.scripts}
+		if c.o.restartGuard != 0 {
+			n.guard = &guard{clock: c.o.clock, log: c.o.logger, window: c.guardWindow}
+		}
+		nodes[i] = n
+	}
+	c.attach(nodes)
+	return c, nil
+}
+
+// build makes a client for n masters from validated options; attach gives
+// it the masters.
+func build(n int, opts []Option) (*Client, error) {
 	o := defaultOptions()
 	for i, opt := range opts {
 		if opt == nil {
@@ -60,7 +80,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		}
 		opt.apply(&o)
 	}
-	if err := o.validate(len(pools)); err != nil {
+	if err := o.validate(n); err != nil {
 		return nil, err
 	}
 	c := &Client{
@@ -70,17 +90,14 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		closing: make(chan struct{}),
 	}
 	if c.quorum == 0 {
-		c.quorum = quorumlock.Quorum(len(pools))
+		c.quorum = quorumlock.Quorum(n)
 	}
-	for _, p := range pools {
-		n := &redisNode{pool: p, scripts: &c.scripts}
-		if o.restartGuard != 0 {
-			n.guard = &guard{clock: o.clock, log: o.logger, window: c.guardWindow}
-		}
-		c.nodes = append(c.nodes, n)
-	}
-	c.hub = newHub(c)
 	return c, nil
+}
+
+func (c *Client) attach(nodes []node) {
+	c.nodes = nodes
+	c.hub = newHub(c)
 }
 
 // NewFromAddrs returns a client over masters given as "host:port" or
@@ -182,7 +199,16 @@ func (c *Client) vote(i int, window time.Duration) quorumlock.Vote {
 }
 
 func (c *Client) nodeErr(i int, err error) error {
+	if timedOut(err) && !errors.Is(err, errNoReply) {
+		err = fmt.Errorf("%w: %w", errNoReply, err)
+	}
 	return &NodeError{Node: i, Addr: c.nodes[i].addr(), Err: err}
+}
+
+// timedOut reports a deadline reached while waiting on a master.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // check validates what every lock call takes, and returns the TTL as Redis

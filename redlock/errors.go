@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -29,8 +30,10 @@ var (
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
-// errHeld is a node's refusal: the key is held by another owner.
-var errHeld = errors.New("held by another owner")
+// ErrHeld is one master's refusal: the key is held there by another owner.
+// It comes wrapped in a *NodeError inside ErrNotObtained, and tells a
+// contended key apart from masters that could not be reached.
+var ErrHeld = errors.New("redlock: held by another owner")
 
 // NodeError is what went wrong on one master. Errors that aggregate several
 // are *multierror.Error values; errors.As finds each *NodeError through them.
@@ -41,7 +44,11 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("redlock: node %d (%s): %v", e.Node, e.Addr, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = strings.TrimPrefix(e.Err.Error(), "redlock: ")
+	}
+	return fmt.Sprintf("redlock: node %d (%s): %s", e.Node, e.Addr, cause)
 }
 
 func (e *NodeError) Unwrap() error { return e.Err }

@@ -22,11 +22,13 @@ type hub struct {
 	c    *Client
 	need int // subscriptions that guarantee hearing any quorum's release
 
-	mu      sync.Mutex
-	queues  map[string]*queue
-	subs    []*subscriber
-	started bool
-	closed  bool
+	mu       sync.Mutex
+	queues   map[string]*queue
+	subs     []*subscriber
+	started  bool
+	closed   bool
+	deaf     int           // masters that cannot announce: their pool has no pub/sub
+	hopeless chan struct{} // closed once too many are deaf for any confirmation quorum
 }
 
 type queue struct {
@@ -34,7 +36,8 @@ type queue struct {
 	waiters   []*waiter
 	confirmed []bool
 	nconf     int
-	ready     chan struct{} // closed once need masters confirmed the subscription
+	ready     chan struct{} // closed the first time need masters confirmed the subscription
+	readied   bool
 }
 
 type waiter struct {
@@ -45,7 +48,7 @@ type waiter struct {
 }
 
 func newHub(c *Client) *hub {
-	h := &hub{c: c, queues: map[string]*queue{}}
+	h := &hub{c: c, queues: map[string]*queue{}, hopeless: make(chan struct{})}
 	// A release needs a quorum Q of the N masters; listening on N-Q+1 of
 	// them means listening on at least one master of any such quorum.
 	h.need = len(c.nodes) - c.quorum + 1
@@ -90,10 +93,34 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	defer t.Stop()
 	select {
 	case <-w.q.ready:
+	case <-w.h.hopeless:
 	case <-t.C():
 	case <-ctx.Done():
 	case <-w.h.c.closing:
 	}
+}
+
+// deafSpell reports whether a release could go unheard only for a moment:
+// enough pub/sub connections are up, but they have not all confirmed this
+// key's subscription yet. During an outage (too few connections) it is
+// false: then the backoff paces the retries.
+func (w *waiter) deafSpell() bool {
+	h := w.h
+	h.mu.Lock()
+	confirmed := w.q.nconf
+	h.mu.Unlock()
+	if confirmed >= h.need {
+		return false
+	}
+	up := 0
+	for _, s := range h.subs {
+		s.mu.Lock()
+		if s.conn != nil {
+			up++
+		}
+		s.mu.Unlock()
+	}
+	return up >= h.need
 }
 
 func (w *waiter) poke() {
@@ -184,7 +211,8 @@ func (h *hub) confirm(node int, key string, on bool) {
 		return
 	}
 	q.nconf++
-	if q.nconf == h.need {
+	if q.nconf >= h.need && !q.readied {
+		q.readied = true
 		close(q.ready)
 	}
 }
@@ -198,6 +226,16 @@ func (h *hub) disconnected(node int) {
 			q.confirmed[node] = false
 			q.nconf--
 		}
+	}
+}
+
+// markDeaf records a master that can never announce releases.
+func (h *hub) markDeaf() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deaf++
+	if len(h.subs)-h.deaf == h.need-1 {
+		close(h.hopeless)
 	}
 }
 
@@ -266,6 +304,7 @@ func (s *subscriber) run() {
 		if errors.Is(err, errNoPubSub) {
 			c.o.logger.Debug("redlock: no release announcements from master; waiters there use backoff",
 				"addr", c.nodes[s.node].addr(), "err", err)
+			s.h.markDeaf()
 			return
 		}
 		if err == nil {

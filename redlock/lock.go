@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ func (l *Lock) TTL() time.Duration {
 	defer l.mu.Unlock()
 	return l.req.ttl
 }
+
+// Granted returns the masters, by index in the client's list, whose votes
+// made the quorum when the lock was taken. Masters that agreed later are
+// not listed.
+func (l *Lock) Granted() []int { return slices.Clone(l.acq.Yes) }
 
 // Fence returns the fencing token: a number strictly greater than the fence
 // of every earlier holder of this key, as long as no master loses its data.

@@ -71,7 +71,9 @@ func WithDriftMargin(d time.Duration) Option {
 // WithNodeTimeout bounds each master's part of an operation: dial, write and
 // read. A master that does not answer in time counts as a no. Default 50ms.
 // Must be positive. Per lock it is never more than a tenth of the TTL.
-func WithNodeTimeout(d time.Duration) Option { return optionFunc(func(o *options) { o.nodeTimeout = d }) }
+func WithNodeTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.nodeTimeout = d })
+}
 
 // WithQuorum sets how many masters must agree. Default N/2+1. Must be at
 // least a majority and at most N; more than a majority trades availability

@@ -174,7 +174,8 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
+	// A server that requires a password answers NOAUTH: it is up all the same.
+	if !strings.HasPrefix(line, "+PONG") && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
 	return nil

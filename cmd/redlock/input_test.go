@@ -1,0 +1,74 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBadInput_OneLineOnStderr(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want int
+		says string // the line names the bad value
+	}{
+		{"no command", nil, nil, exitUsage, "Usage"},
+		{"unknown command", nil, []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"unknown flag", nil, []string{"demo", "--frobnicate"}, exitUsage, "-frobnicate"},
+		{"bad duration", nil, []string{"demo", "--duration", "soon"}, exitUsage, `"soon"`},
+		{"negative duration", nil, []string{"demo", "--duration", "-1s"}, exitUsage, "--duration -1s"},
+		{"hold over half the ttl", nil, []string{"demo", "--hold", "800ms"}, exitUsage, "--hold 800ms"},
+		{"bad restart guard", nil, []string{"demo", "--restart-guard", "later"}, exitUsage, `"later"`},
+		{"drift factor out of range", nil, []string{"demo", "--drift-factor", "2", "--duration", "1s"}, exitUsage, "drift factor 2"},
+		{"quorum below a majority", nil, []string{"bench", "--quorum", "1", "--duration", "1s"}, exitUsage, "quorum 1"},
+		{"zero concurrency", nil, []string{"bench", "--concurrency", "0"}, exitUsage, "--concurrency 0"},
+		{"status without keys", []string{nodesEnv + "=127.0.0.1:1"}, []string{"status"}, exitUsage, "no key given"},
+		{"status without masters", nil, []string{"status", "k"}, exitUsage, "no masters"},
+		{"run without masters", nil, []string{"run", "--", "true"}, exitUsage, "no masters"},
+		{"bad address", nil, []string{"run", "--nodes", "localhost", "--", "true"}, exitUsage, `"localhost"`},
+		{"bad port", []string{nodesEnv + "=127.0.0.1:99999"}, []string{"status", "k"}, exitUsage, `"99999"`},
+		{"empty node entry", nil, []string{"status", "--nodes", "127.0.0.1:1,,127.0.0.1:2", "k"}, exitUsage, "entry 2 is empty"},
+		{"same master twice", nil, []string{"status", "--nodes", "127.0.0.1:1,127.0.0.1:1", "k"}, exitUsage, "127.0.0.1:1"},
+		{"negative grace", nil, []string{"run", "--nodes", "127.0.0.1:1", "--grace", "-1s", "--", "true"}, exitUsage, "--grace -1s"},
+		{"ttl too short for the drift", nil, []string{"run", "--nodes", "127.0.0.1:1", "--ttl", "2ms", "--", "true"}, exitUsage, "ttl 2ms"},
+		{"unreachable masters, run", nil, []string{"run", "--nodes", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "--", "true"}, exitError, "only 0 of 3 masters can vote"},
+		{"unreachable masters, status", nil, []string{"status", "--nodes", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "k"}, exitError, "only 0 of 3 masters can vote"},
+		{"unreachable masters, demo", nil, []string{"demo", "--nodes", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"}, exitError, "only 0 of 3 masters can vote"},
+		{"unreachable masters, bench", []string{nodesEnv + "=127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"}, []string{"bench"}, exitError, "no answer from 127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := bin.run(t, tt.env, tt.args...)
+			assert.Equal(t, tt.want, r.code, "%v", r)
+			if tt.name == "no command" {
+				assert.Contains(t, r.stderr, tt.says)
+				return
+			}
+			if lines := r.stderrLines(); assert.Len(t, lines, 1, "%v", r) {
+				assert.Contains(t, lines[0], tt.says)
+			}
+			assert.NotContains(t, r.stderr, "panic")
+		})
+	}
+}
+
+func TestHelp_EverySubcommand_ExamplesOnStdout(t *testing.T) {
+	for _, c := range subcommands() {
+		t.Run(c.name, func(t *testing.T) {
+			r := bin.run(t, nil, c.name, "-h")
+			assert.Equal(t, 0, r.code, "%v", r)
+			assert.Contains(t, r.stdout, "Usage: redlock "+c.name)
+			assert.Contains(t, r.stdout, "Examples:")
+			assert.Contains(t, r.stdout, "--nodes")
+			assert.Contains(t, r.stdout, "--drift-factor float")
+			assert.Empty(t, r.stderr)
+		})
+	}
+	r := bin.run(t, nil, "--help")
+	assert.Equal(t, 0, r.code, "%v", r)
+	for _, c := range subcommands() {
+		assert.Contains(t, r.stdout, c.name)
+	}
+}

@@ -1,0 +1,111 @@
+package pool_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// A master given as a URL: password, database and timeouts in one string.
+// New dials nothing; the first Get does.
+func ExampleNew() {
+	p, err := pool.New("redis://:secret@10.0.0.7:6379/2?dial_timeout=200ms&max_idle=16")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println(p.Addr())
+	// Output: 10.0.0.7:6379
+}
+
+// The same settings as options, which override what a URL says.
+func ExampleNew_options() {
+	p, err := pool.New("10.0.0.7:6379",
+		pool.WithAuth("locker", "secret"), // a Redis 6 ACL user
+		pool.WithDB(2),
+		pool.WithDialTimeout(200*time.Millisecond),
+		pool.WithReadTimeout(500*time.Millisecond),
+		pool.WithMaxIdle(16),
+		pool.WithMaxActive(64),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println(p.Addr())
+	// Output: 10.0.0.7:6379
+}
+
+// TLS by URL scheme, with a configuration of one's own; the server name is
+// taken from the host.
+func ExampleNew_tls() {
+	p, err := pool.New("rediss://cache.internal:6380", pool.WithTLS(&tls.Config{MinVersion: tls.VersionTLS13}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println(p.Addr())
+	// Output: cache.internal:6380
+}
+
+// Bad settings are reported by New, with the values named and the password
+// hidden.
+func ExampleNew_errors() {
+	_, err := pool.New("redis://admin:secret@10.0.0.7:0")
+	fmt.Println(err)
+	_, err = pool.New("10.0.0.7:6379", pool.WithMaxIdle(-1), pool.WithDialTimeout(-time.Second))
+	fmt.Println(err)
+	// Output:
+	// pool: address "redis://xxxxx@10.0.0.7:0": port "0" is not in 1-65535
+	// pool "10.0.0.7:6379": dial timeout -1s is negative; max idle -1 is negative
+}
+
+// Get a connection within a ctx, use it, and give it back with Close.
+func ExampleRedis_Get() {
+	p, err := pool.New("127.0.0.1:6379")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := p.Get(ctx) // dials within ctx if no connection is idle
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+	pong, err := redis.String(redis.DoContext(conn, ctx, "PING"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(pong, p.Dials())
+}
+
+// Dial opens a connection of one's own, outside the pool, for a long-lived
+// use such as a subscription.
+func ExampleRedis_Dial() {
+	p, err := pool.New("127.0.0.1:6379")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := p.Dial(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	psc := redis.PubSubConn{Conn: conn}
+	defer psc.Close()
+	if err := psc.Subscribe("events"); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,43 @@
+// Package redlock is a distributed lock over N independent Redis masters:
+// the Redlock algorithm, with the parts that make it safe to use.
+//
+// A Client sends an atomic acquire script (SET key token NX PX ttl, plus the
+// fencing counter) to every master at once, each call bounded by the node
+// timeout, and counts the yes votes. The lock is held when a quorum (N/2+1
+// by default) agreed and time remains after subtracting the time the
+// attempt took and a clock-drift reserve; Lock.Until is then the end of the
+// validity window. A failed attempt deletes its token, owner-checked, on
+// every master it may have reached, including masters that answer late.
+//
+//	c, err := redlock.NewFromAddrs([]string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"})
+//	...
+//	err = c.Do(ctx, "invoice:42", 10*time.Second, func(ctx context.Context) error {
+//		// ctx is cancelled with cause ErrLockLost if the lock is lost.
+//		return charge(ctx, 42)
+//	})
+//
+// On top of the algorithm:
+//
+//   - Auto-extension (Do, WithAutoExtend) renews the lock every ttl/3 and
+//     reports a loss through Lock.Done, Lock.Err and the ctx given to Do's
+//     function, before the validity window ends.
+//   - Fencing tokens (Lock.Fence) grow with every acquisition of a key, so
+//     that the protected resource can refuse a holder that kept writing after
+//     its lock was lost.
+//   - Reentrancy (WithOwner): an owner that holds a key may take it again.
+//   - Waiting without polling: Lock sleeps until the holder's release is
+//     announced over pub/sub, with a backoff and the holder's TTL as fallback.
+//   - The restart guard: a master that restarted recently does not vote, so
+//     that a master which lost its keys in a crash cannot hand out a lock a
+//     majority believed held.
+//
+// What the lock cannot promise: a holder paused (GC, swap, SIGSTOP) after
+// checking its validity may act after its lock expired; a master whose wall
+// clock jumps expires keys early; a request delayed in the network arrives
+// late. Fencing tokens, checked by the resource, are the answer to all
+// three. See the README for the full argument.
+//
+// Errors: ErrNotObtained, ErrLockNotHeld, ErrLockLost, ErrClosed and
+// ErrInvalid are matched with errors.Is; the per-master causes are
+// *NodeError values, found with errors.As.
+package redlock

@@ -1,0 +1,333 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/clock"
+)
+
+// behaviour is how a fake master answers.
+type behaviour int
+
+const (
+	healthy behaviour = iota // acts as the Lua scripts do
+	foreign                  // the key is held by another owner
+	broken                   // every call fails
+	hang                     // an acquire answers only at its deadline, and lands anyway
+)
+
+func (b behaviour) String() string { return [...]string{"ok", "held", "err", "hang"}[b] }
+
+var errBroken = errors.New("connection refused")
+
+// fakeNode is an in-memory master with the semantics of the Lua scripts.
+type fakeNode struct {
+	name string
+	clk  clock.Clock
+
+	mu       sync.Mutex
+	mode     behaviour
+	keys     map[string]*fakeKey
+	counters map[string]int64
+	floor    int64
+	calls    []fakeCall
+	h        health
+	advance  time.Duration // an acquire moves the fake clock on by this first
+	noRaise  bool          // raiseFence fails
+	busy     int           // calls under way, not counting hung acquires
+}
+
+type fakeKey struct {
+	token string          // plain lock
+	owner string          // reentrant lock
+	holds map[string]bool // reentrant holds
+	until time.Time
+}
+
+type fakeCall struct {
+	op, key, token string
+}
+
+func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
+	return &fakeNode{name: name, clk: clk, mode: mode, keys: map[string]*fakeKey{}, counters: map[string]int64{}}
+}
+
+func (f *fakeNode) addr() string { return f.name }
+
+func (f *fakeNode) health() health {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.h
+}
+
+func (f *fakeNode) subscriber(context.Context) (redis.Conn, error) { return nil, errNoPubSub }
+
+func (f *fakeNode) setMode(m behaviour) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mode = m
+}
+
+// record logs a call and returns how to answer it. The caller must call
+// f.finish when done, unless it hangs.
+func (f *fakeNode) record(op, key, token string) behaviour {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fakeCall{op, key, token})
+	if !(op == "acquire" && f.mode == hang) {
+		f.busy++
+	}
+	return f.mode
+}
+
+func (f *fakeNode) finish() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.busy--
+}
+
+// settled reports whether every call that will answer before a deadline has.
+func settled(fakes []*fakeNode) bool {
+	for _, f := range fakes {
+		f.mu.Lock()
+		b := f.busy
+		f.mu.Unlock()
+		if b > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// callsOf returns the tokens of the calls of one kind.
+func (f *fakeNode) callsOf(op string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if c.op == op {
+			out = append(out, c.token)
+		}
+	}
+	return out
+}
+
+// live returns the key if it has not expired. f.mu must be held.
+func (f *fakeNode) live(key string) *fakeKey {
+	k := f.keys[key]
+	if k != nil && !f.clk.Now().Before(k.until) {
+		delete(f.keys, key)
+		return nil
+	}
+	return k
+}
+
+func (f *fakeNode) holder(key string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if k := f.live(key); k != nil {
+		if k.owner != "" {
+			return "owner:" + k.owner
+		}
+		return k.token
+	}
+	return ""
+}
+
+func (f *fakeNode) holdsToken(key, token string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.live(key)
+	return k != nil && (k.token == token || k.holds[token])
+}
+
+func (k *fakeKey) heldBy(r request) bool {
+	if r.owner == "" {
+		return k.owner == "" && k.token == r.token
+	}
+	return k.owner == r.owner && k.holds[r.token]
+}
+
+func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
+	mode := f.record("acquire", r.key, r.token)
+	if mode != hang {
+		defer f.finish()
+	}
+	switch mode {
+	case foreign:
+		return grant{pttl: 5 * time.Second}, nil
+	case broken:
+		return grant{}, errBroken
+	case hang:
+		<-ctx.Done()
+		f.apply(r) // the command ran; only the reply was late
+		return grant{}, ctx.Err()
+	}
+	if f.advance > 0 {
+		f.clk.(*clock.Fake).Advance(f.advance)
+	}
+	return f.apply(r), nil
+}
+
+func (f *fakeNode) apply(r request) grant {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clk.Now()
+	k := f.live(r.key)
+	if k == nil {
+		k = &fakeKey{until: now.Add(r.ttl)}
+		if r.owner == "" {
+			k.token = r.token
+		} else {
+			k.owner, k.holds = r.owner, map[string]bool{r.token: true}
+		}
+		f.keys[r.key] = k
+		c := f.counters[r.key] + 1
+		if c <= f.floor {
+			c = f.floor + 1
+		}
+		f.counters[r.key], f.floor = c, c
+		return grant{ok: true, counter: c}
+	}
+	switch {
+	case r.owner == "" && k.token == r.token:
+		return grant{ok: true, counter: f.counters[r.key]}
+	case r.owner != "" && k.owner == r.owner:
+		k.holds[r.token] = true
+		if until := now.Add(r.ttl); until.After(k.until) {
+			k.until = until
+		}
+		return grant{ok: true, counter: f.counters[r.key]}
+	}
+	return grant{pttl: k.until.Sub(now)}
+}
+
+func (f *fakeNode) extend(ctx context.Context, r request) (bool, error) {
+	defer f.finish()
+	if f.record("extend", r.key, r.token) == broken {
+		return false, errBroken
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.live(r.key)
+	if k == nil || !k.heldBy(r) {
+		return false, nil
+	}
+	if until := f.clk.Now().Add(r.ttl); r.owner == "" || until.After(k.until) {
+		k.until = until
+	}
+	return true, nil
+}
+
+func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
+	defer f.finish()
+	if f.record("release", r.key, r.token) == broken {
+		return notHeld, errBroken
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.live(r.key)
+	if k == nil || !k.heldBy(r) {
+		return notHeld, nil
+	}
+	if r.owner != "" {
+		delete(k.holds, r.token)
+		if len(k.holds) > 0 {
+			return stillHeld, nil
+		}
+	}
+	delete(f.keys, r.key)
+	return freed, nil
+}
+
+func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
+	defer f.finish()
+	if f.record("fence", r.key, r.token) == broken || f.noRaise {
+		return false, errBroken
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := f.live(r.key)
+	if k == nil || !k.heldBy(r) {
+		return false, nil
+	}
+	f.counters[r.key] = max(f.counters[r.key], fence)
+	f.floor = max(f.floor, fence)
+	return true, nil
+}
+
+func (f *fakeNode) inspect(ctx context.Context, key string) (keyState, error) {
+	defer f.finish()
+	if f.record("inspect", key, "") == broken {
+		return keyState{}, errBroken
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := keyState{counter: f.counters[key], pttl: -2 * time.Millisecond}
+	if k := f.live(key); k != nil {
+		s.pttl = k.until.Sub(f.clk.Now())
+		if k.owner != "" {
+			s.holder, s.holds = "owner:"+k.owner, len(k.holds)
+		} else {
+			s.holder, s.holds = k.token, 1
+		}
+	}
+	return s, nil
+}
+
+// quiet is a logger for tests.
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newFakeClient returns a client over fake masters with the given behaviours,
+// on a fake clock, with the restart guard on a fixed window.
+func newFakeClient(t *testing.T, modes []behaviour, opts ...Option) (*Client, []*fakeNode, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	opts = append([]Option{WithClock(clk), WithLogger(quiet())}, opts...)
+	c, err := build(len(modes), opts)
+	require.NoError(t, err)
+	fakes := make([]*fakeNode, len(modes))
+	nodes := make([]node, len(modes))
+	for i, m := range modes {
+		fakes[i] = newFakeNode(fmt.Sprintf("fake%d", i), clk, m)
+		nodes[i] = fakes[i]
+	}
+	c.attach(nodes)
+	t.Cleanup(func() { c.Close() })
+	return c, fakes, clk
+}
+
+// drive advances the fake clock by step whenever something waits on it and
+// every fake master has answered what it will answer, until done is closed.
+// It is bounded in rounds and in real time.
+func drive(t *testing.T, clk *clock.Fake, fakes []*fakeNode, step time.Duration, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for range 20_000 {
+		select {
+		case <-done:
+			return
+		case <-deadline:
+			t.Fatal("the code under test never finished")
+		default:
+		}
+		if clk.Timers() > 0 && settled(fakes) {
+			time.Sleep(time.Millisecond) // let the answers reach the fan-out
+			if settled(fakes) {
+				clk.Advance(step)
+			}
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	t.Fatal("the code under test did not finish within the rounds allowed")
+}

@@ -1,0 +1,360 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/clock"
+)
+
+func TestExtend_MovesUntil(t *testing.T) {
+	c, _, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	before := l.Until()
+	clk.Advance(500 * time.Millisecond)
+	require.NoError(t, l.Extend(context.Background(), 2*time.Second))
+	// before = t0 + 1s - 12ms; now Until = t0 + 500ms + 2s - 22ms.
+	assert.Equal(t, before.Add(1490*time.Millisecond), l.Until())
+	assert.Equal(t, 2*time.Second, l.TTL())
+}
+
+func TestExtend_WithoutQuorumLosesTheLock(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	for _, f := range fakes[:3] {
+		f.setMode(broken)
+	}
+	err = l.Extend(context.Background(), time.Second)
+	require.ErrorIs(t, err, ErrLockLost)
+	var ne *NodeError
+	assert.ErrorAs(t, err, &ne, "the failing masters are named")
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	<-l.Done()
+	assert.ErrorIs(t, l.Extend(context.Background(), time.Second), ErrLockLost)
+	assert.ErrorIs(t, l.Release(context.Background()), ErrLockLost, "Release still cleans up, and says the lock was lost")
+}
+
+func TestRelease_WhenExpiredReportsNotHeldAndLoss(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 && settled(fakes) }, 2*time.Second, 100*time.Microsecond)
+	clk.Advance(2 * time.Second)
+	assert.LessOrEqual(t, l.Validity(), time.Duration(0))
+	require.ErrorIs(t, l.Release(context.Background()), ErrLockNotHeld)
+	assert.ErrorIs(t, l.Err(), ErrLockLost, "holding past the TTL is a loss")
+}
+
+func TestRelease_TooFewMastersReachable(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	for _, f := range fakes[:3] {
+		f.setMode(broken)
+	}
+	err = l.Release(context.Background())
+	require.Error(t, err)
+	var ne *NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.NotErrorIs(t, err, ErrLockNotHeld)
+	assert.NoError(t, l.Err(), "the lock stays as it was; Release may be tried again")
+	for _, f := range fakes[:3] {
+		f.setMode(healthy)
+	}
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// parked waits until the watchdog's timer is the only one on the fake clock
+// and every fake master has answered: the watchdog sleeps until its next tick.
+func parked(t *testing.T, clk *clock.Fake, fakes []*fakeNode) {
+	t.Helper()
+	quiet := func() bool { return clk.Timers() == 1 && settled(fakes) }
+	require.Eventually(t, func() bool {
+		if !quiet() {
+			return false
+		}
+		time.Sleep(time.Millisecond) // and still so a moment later
+		return quiet()
+	}, 5*time.Second, 100*time.Microsecond)
+}
+
+func TestAutoExtend_KeepsTheLockPastItsTTL(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	for range 10 { // 10 s of fake time: three TTLs
+		parked(t, clk, fakes)
+		clk.Advance(time.Second)
+		require.Eventually(t, func() bool { return l.Validity() > 2*time.Second }, 2*time.Second, time.Millisecond)
+	}
+	assert.NoError(t, l.Err())
+	assert.GreaterOrEqual(t, len(fakes[0].callsOf("extend")), 9)
+	require.NoError(t, l.Release(context.Background()))
+	assert.NoError(t, l.Err())
+}
+
+// The masters stop answering: the watchdog retries and declares the loss
+// before the validity window ends, not after.
+func TestAutoExtend_LossIsNoticedBeforeUntil(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	until := l.Until()
+	for _, f := range fakes[:3] {
+		f.setMode(broken)
+	}
+	done := make(chan struct{})
+	go func() { <-l.Done(); close(done) }()
+	drive(t, clk, fakes, 10*time.Millisecond, done)
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	assert.True(t, clk.Now().Before(until), "loss noticed at %v, after the window ended at %v", clk.Now(), until)
+	assert.Greater(t, len(fakes[0].callsOf("extend")), 3, "the watchdog retried within the validity")
+}
+
+// A quorum saying the token is gone ends the lock at once.
+func TestAutoExtend_KeysGoneIsALossAtOnce(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	for _, f := range fakes {
+		f.mu.Lock()
+		delete(f.keys, "k")
+		f.mu.Unlock()
+	}
+	parked(t, clk, fakes)
+	clk.Advance(time.Second)
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("loss not reported")
+	}
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	// One round decided it: no master was asked twice.
+	asked := 0
+	for _, f := range fakes {
+		n := len(f.callsOf("extend"))
+		assert.LessOrEqual(t, n, 1)
+		asked += n
+	}
+	assert.GreaterOrEqual(t, asked, 3)
+}
+
+// Transient failures, of a minority or of a majority for a moment, do not
+// lose a lock that a quorum still holds: the watchdog retries.
+func TestAutoExtend_TransientFailuresDoNotLoseTheLock(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	extends := func() int { return len(fakes[4].callsOf("extend")) }
+	// tick advances the clock by d and waits until the watchdog made its
+	// n-th extension round and every master answered.
+	tick := func(d time.Duration, n int) {
+		t.Helper()
+		parked(t, clk, fakes)
+		clk.Advance(d)
+		require.Eventually(t, func() bool { return extends() >= n && settled(fakes) }, 5*time.Second, 100*time.Microsecond)
+		time.Sleep(time.Millisecond) // let the watchdog read the answers
+	}
+
+	// A minority down: the extension still reaches a quorum.
+	fakes[0].setMode(broken)
+	fakes[1].setMode(broken)
+	tick(time.Second, 1)
+	require.NoError(t, l.Err())
+
+	// A majority down when the watchdog fires: the round fails...
+	fakes[2].setMode(broken)
+	tick(time.Second, 2)
+	require.NoError(t, l.Err(), "one failed round lost the lock")
+	// ...and the retry, with the masters back, succeeds.
+	for _, f := range fakes {
+		f.setMode(healthy)
+	}
+	tick(100*time.Millisecond, 3)
+	require.NoError(t, l.Err())
+	assert.Greater(t, l.Validity(), 2500*time.Millisecond, "extended from the retry")
+	require.NoError(t, l.Release(context.Background()))
+}
+
+func TestDo_RunsAndReleases(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
+	want := errors.New("fn failed")
+	ran := false
+	err := c.Do(context.Background(), "k", time.Second, func(ctx context.Context) error {
+		ran = true
+		assert.GreaterOrEqual(t, len(fakes)-countEmpty(fakes, "k"), 2, "held on a quorum while fn runs")
+		return want
+	})
+	assert.True(t, ran)
+	assert.ErrorIs(t, err, want)
+	assert.NotErrorIs(t, err, ErrLockLost)
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 3 }, 2*time.Second, time.Millisecond)
+}
+
+func countEmpty(fakes []*fakeNode, key string) int {
+	n := 0
+	for _, f := range fakes {
+		if f.holder(key) == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDo_LossCancelsFn(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	var cause error
+	var lostAt time.Time
+	var until time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := c.Do(context.Background(), "k", 3*time.Second, func(ctx context.Context) error {
+			for _, f := range fakes[:3] {
+				f.setMode(broken)
+			}
+			until = clk.Now().Add(3*time.Second - 32*time.Millisecond)
+			<-ctx.Done()
+			cause, lostAt = context.Cause(ctx), clk.Now()
+			return ctx.Err()
+		})
+		assert.ErrorIs(t, err, ErrLockLost)
+		assert.ErrorIs(t, err, context.Canceled, "fn's own error is kept")
+	}()
+	drive(t, clk, fakes, 10*time.Millisecond, done)
+	assert.Equal(t, ErrLockLost, cause)
+	assert.True(t, lostAt.Before(until), "fn learned of the loss at %v, after the window ended at %v", lostAt, until)
+}
+
+// TestFence_RaisedOnLaggingMasters sets counters apart, so that the quorum
+// disagrees, and checks that the fence is the largest, that the laggards are
+// raised before TryLock returns, and that the next holder's fence is larger
+// whichever quorum it gets.
+func TestFence_RaisedOnLaggingMasters(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
+	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), l.Fence())
+	assert.Len(t, fakes[0].callsOf("fence"), 1)
+	assert.Len(t, fakes[1].callsOf("fence"), 1)
+	assert.Empty(t, fakes[2].callsOf("fence"), "already at the fence")
+	require.NoError(t, l.Release(context.Background()))
+
+	// The next quorum leaves out master 2, which alone had counted to 9.
+	fakes[2].setMode(foreign)
+	fakes[3].setMode(healthy)
+	l2, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, l2.Fence(), l.Fence())
+}
+
+func TestFence_RaiseFailureFailsTheAttempt(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
+	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	fakes[0].noRaise, fakes[1].noRaise = true, true
+	_, err := c.TryLock(context.Background(), "k", time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	assert.Contains(t, err.Error(), "fence 9")
+	require.NoError(t, c.Close())
+	for i, f := range fakes[:3] {
+		assert.Empty(t, f.holder("k"), "master %d rolled back", i)
+	}
+}
+
+// TestFence_StrictlyIncreasingUnderShiftingQuorums takes the lock thousands
+// of times from two clients while a random minority of masters refuses or
+// fails each time, and checks that fences only grow.
+func TestFence_StrictlyIncreasingUnderShiftingQuorums(t *testing.T) {
+	a, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	b, err := build(5, []Option{WithClock(a.o.clock), WithLogger(quiet()), WithRestartGuard(0)})
+	require.NoError(t, err)
+	nodes := make([]node, 5)
+	for i, f := range fakes {
+		nodes[i] = f
+	}
+	b.attach(nodes)
+	defer b.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var last int64
+	raised := 0
+	for i := range 3000 {
+		for _, f := range fakes {
+			f.setMode(healthy)
+		}
+		for _, j := range rng.Perm(5)[:rng.IntN(3)] {
+			f := fakes[j]
+			if rng.IntN(2) == 0 {
+				f.setMode(broken)
+			} else {
+				f.mu.Lock()
+				f.counters["k"] += int64(rng.IntN(3)) // a failed attempt elsewhere moved it on
+				f.mu.Unlock()
+			}
+		}
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		l, err := c.TryLock(context.Background(), "k", time.Second)
+		require.NoError(t, err, "attempt %d", i)
+		require.Greater(t, l.Fence(), last, "attempt %d", i)
+		last = l.Fence()
+		for _, f := range fakes {
+			f.setMode(healthy)
+		}
+		require.NoError(t, l.Release(context.Background()))
+		// Every master has seen this round's acquire and answered all it will;
+		// then time passes, so that what a late delete missed expires, as it would.
+		require.Eventually(t, func() bool {
+			for _, f := range fakes {
+				if len(f.callsOf("acquire")) != i+1 {
+					return false
+				}
+			}
+			return settled(fakes)
+		}, 2*time.Second, 50*time.Microsecond, "round %d", i)
+		clk.Advance(2 * time.Second)
+	}
+	for _, f := range fakes {
+		raised += len(f.callsOf("fence"))
+	}
+	assert.Positive(t, raised, "the lagging counters were raised at least once")
+}
+
+func TestReentrant_SameOwnerNests(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
+	ctx := context.Background()
+	outer, err := c.TryLock(ctx, "k", time.Second, WithOwner("job-7"))
+	require.NoError(t, err)
+	inner, err := c.TryLock(ctx, "k", 500*time.Millisecond, WithOwner("job-7"))
+	require.NoError(t, err, "the same owner enters again at once")
+	assert.GreaterOrEqual(t, inner.Fence(), outer.Fence())
+
+	_, err = c.TryLock(ctx, "k", time.Second, WithOwner("job-8"))
+	assert.ErrorIs(t, err, ErrNotObtained, "another owner")
+	_, err = c.TryLock(ctx, "k", time.Second)
+	assert.ErrorIs(t, err, ErrNotObtained, "a plain lock")
+
+	require.NoError(t, inner.Release(ctx))
+	assert.Equal(t, "owner:job-7", fakes[0].holder("k"), "still held by the outer hold")
+	require.NoError(t, outer.Release(ctx))
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 3 }, 2*time.Second, time.Millisecond)
+}
+
+func TestReentrant_PlainLockBlocksOwners(t *testing.T) {
+	c, _, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	_, err = c.TryLock(context.Background(), "k", time.Second, WithOwner("job"))
+	assert.ErrorIs(t, err, ErrNotObtained)
+	require.NoError(t, l.Release(context.Background()))
+}

@@ -1,0 +1,286 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock"
+)
+
+// TestTryLock_EveryOutcomeOfFiveMasters drives one attempt over all 3^5 ways
+// five masters can grant, refuse (held by another owner) or hang past the
+// node timeout (and apply the SET anyway). For each it checks the verdict,
+// the validity, and the rollback: on failure every master the token may
+// have reached gets exactly one owner-checked delete, refusing masters get
+// none, and no key of the attempt is left anywhere; on success nothing is
+// rolled back and Release later clears every master, late ones included.
+func TestTryLock_EveryOutcomeOfFiveMasters(t *testing.T) {
+	const n, ttl = 5, 10 * time.Second
+	modes := []behaviour{healthy, foreign, hang}
+	for combo := range int(math.Pow(3, n)) {
+		outs := make([]behaviour, n)
+		granting := 0
+		for i, c := 0, combo; i < n; i, c = i+1, c/3 {
+			outs[i] = modes[c%3]
+			if outs[i] == healthy {
+				granting++
+			}
+		}
+		t.Run(fmt.Sprint(outs), func(t *testing.T) {
+			c, fakes, clk := newFakeClient(t, outs, WithRestartGuard(0))
+			timeout := c.nodeTimeout(ttl)
+			start := clk.Now()
+			type result struct {
+				l   *Lock
+				err error
+			}
+			got := make(chan result, 1)
+			done := make(chan struct{})
+			go func() {
+				l, err := c.TryLock(context.Background(), "k", ttl)
+				got <- result{l, err}
+				close(done)
+			}()
+			if granting < c.Quorum() {
+				drive(t, clk, fakes, timeout, done)
+			}
+			r := <-got
+			token := anyToken(t, fakes)
+
+			if granting >= c.Quorum() {
+				require.NoError(t, r.err)
+				reserve := quorumlock.Drift{Factor: DefaultDriftFactor, Margin: DefaultDriftMargin}.Reserve(ttl)
+				assert.Equal(t, ttl-reserve, r.l.Validity(), "no time passed on the fake clock")
+				assert.Equal(t, start.Add(ttl-reserve), r.l.Until())
+				assert.Equal(t, token, r.l.Token())
+				for i, f := range fakes {
+					assert.Empty(t, f.callsOf("release"), "master %d: nothing rolled back", i)
+				}
+				// Let the hung masters land their late yes, then release everything.
+				clk.Advance(timeout)
+				require.NoError(t, r.l.Release(context.Background()))
+			} else {
+				require.ErrorIs(t, r.err, ErrNotObtained)
+				assert.Nil(t, r.l)
+				if outs[0] == foreign || outs[1] == foreign || outs[2] == foreign || outs[3] == foreign || outs[4] == foreign {
+					var ne *NodeError
+					assert.True(t, errors.As(r.err, &ne), "refusals are reported as *NodeError: %v", r.err)
+				}
+			}
+			require.NoError(t, c.Close()) // waits for background clean-ups
+			for i, f := range fakes {
+				switch {
+				case granting >= c.Quorum():
+					// Release returns at quorum; the rest follow within the node timeout.
+					assert.Eventually(t, func() bool { return len(f.callsOf("release")) == 1 }, 2*time.Second, time.Millisecond,
+						"master %d: one delete, from Release", i)
+				case outs[i] == foreign:
+					assert.Empty(t, f.callsOf("release"), "master %d refused: nothing to roll back", i)
+				default:
+					assert.Equal(t, []string{token}, f.callsOf("release"), "master %d: exactly one rollback of this token", i)
+				}
+				assert.Eventually(t, func() bool { return !f.holdsToken("k", token) }, 2*time.Second, time.Millisecond,
+					"master %d keeps the attempt's key", i)
+			}
+		})
+	}
+}
+
+func TestTryLock_QuarantinedMastersDoNotVote(t *testing.T) {
+	for _, tc := range []struct {
+		quarantined, durable int // the first quarantined masters restarted; durable of them fsync every write
+		ok                   bool
+	}{{0, 0, true}, {1, 0, true}, {2, 0, true}, {3, 0, false}, {5, 0, false}, {3, 1, true}, {5, 5, true}} {
+		t.Run(fmt.Sprintf("%d restarted, %d durable", tc.quarantined, tc.durable), func(t *testing.T) {
+			c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(time.Minute))
+			for i := range tc.quarantined {
+				fakes[i].h = health{known: true, bootAt: clk.Now().Add(-time.Second), durable: i < tc.durable}
+			}
+			l, err := c.TryLock(context.Background(), "k", time.Second)
+			if !tc.ok {
+				require.ErrorIs(t, err, ErrNotObtained)
+				assert.Contains(t, err.Error(), "restart quarantine")
+				require.NoError(t, c.Close())
+				for i, f := range fakes {
+					assert.NotEmpty(t, f.callsOf("release"), "master %d: rolled back, quarantined or not", i)
+					assert.Empty(t, f.holder("k"), "master %d keeps the key", i)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, l.Release(context.Background()))
+		})
+	}
+}
+
+func TestTryLock_QuarantineEndsWithTheWindow(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{healthy, healthy, healthy}, WithRestartGuard(time.Minute))
+	for _, f := range fakes[:2] {
+		f.h = health{known: true, bootAt: clk.Now().Add(-59 * time.Second)}
+	}
+	_, err := c.TryLock(context.Background(), "k", time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	clk.Advance(time.Second)
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// A quorum that agrees too slowly leaves no validity: the attempt fails and
+// rolls back, though every master said yes.
+func TestTryLock_NoValidityLeft_RollsBack(t *testing.T) {
+	const ttl = 200 * time.Millisecond // node timeout 20ms
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithDriftMargin(188*time.Millisecond))
+	for _, f := range fakes {
+		f.advance = 3800 * time.Microsecond // three answers take >= 11.4ms > the 10ms validity
+	}
+	_, err := c.TryLock(context.Background(), "k", ttl)
+	require.ErrorIs(t, err, ErrNotObtained)
+	assert.Contains(t, err.Error(), "leaving validity")
+	require.NoError(t, c.Close())
+	for i, f := range fakes {
+		assert.Len(t, f.callsOf("release"), 1, "master %d rolled back", i)
+		assert.Empty(t, f.holder("k"))
+	}
+}
+
+func TestTryLock_ContendedKey(t *testing.T) {
+	c, _, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	_, err = c.TryLock(context.Background(), "k", time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	var ne *NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Contains(t, ne.Error(), "held by another owner")
+	require.NoError(t, a.Release(context.Background()))
+	b, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, b.Fence(), a.Fence())
+	assert.NotEqual(t, a.Token(), b.Token())
+}
+
+func TestTryLock_CancelledContext(t *testing.T) {
+	c, _, _ := newFakeClient(t, []behaviour{hang, hang, hang}, WithRestartGuard(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.TryLock(ctx, "k", time.Second)
+	assert.ErrorIs(t, err, ErrNotObtained)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestLock_RetriesUntilContextDone(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{foreign, foreign, foreign}, WithRestartGuard(0), WithRetry(ConstantBackoff(10*time.Millisecond)))
+	ctx, cancel := clk.WithTimeout(context.Background(), 95*time.Millisecond)
+	defer cancel()
+	done := make(chan struct{})
+	var err error
+	go func() { _, err = c.Lock(ctx, "k", time.Second); close(done) }()
+	drive(t, clk, fakes, 5*time.Millisecond, done)
+	assert.ErrorIs(t, err, ErrNotObtained)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestLock_GivesUpWhenBackoffSaysSo(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{foreign, foreign, foreign}, WithRestartGuard(0), WithRetry(LimitRetry(ConstantBackoff(time.Millisecond), 3)))
+	done := make(chan struct{})
+	var err error
+	go func() { _, err = c.Lock(context.Background(), "k", time.Second); close(done) }()
+	drive(t, clk, fakes, time.Millisecond, done)
+	assert.ErrorIs(t, err, ErrNotObtained)
+	assert.Len(t, fakes[0].callsOf("acquire"), 4, "the first attempt and three retries")
+}
+
+func TestLock_WaitsForTheHolder(t *testing.T) {
+	c, _, clk := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	var b *Lock
+	go func() { b, err = c.Lock(context.Background(), "k", time.Second); close(done) }()
+	// The waiter parks on its backoff, bounded by the holder's remaining TTL.
+	require.NoError(t, clk.BlockUntil(context.Background(), 1))
+	require.NoError(t, a.Release(context.Background())) // wakes the local waiter at once
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release did not wake the waiter")
+	}
+	require.NoError(t, err)
+	assert.Greater(t, b.Fence(), a.Fence())
+	require.NoError(t, b.Release(context.Background()))
+}
+
+// Without a release, the waiter retries when the holder's keys expire: the
+// acquire script reports the holder's remaining TTL, which bounds the wait.
+func TestLock_HolderTTLBoundsTheWait(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	_, err := c.TryLock(context.Background(), "k", 2*time.Second)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	var b *Lock
+	go func() { b, err = c.Lock(context.Background(), "k", time.Second); close(done) }()
+	drive(t, clk, fakes, 100*time.Millisecond, done)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, clk.Since(time.Unix(1_000_000, 0)), 3*time.Second, "the wait ended with the holder's TTL, not the hour of backoff")
+	require.NoError(t, b.Release(context.Background()))
+}
+
+// anyToken returns the token of the attempt, from whichever master saw it.
+func anyToken(t *testing.T, fakes []*fakeNode) string {
+	t.Helper()
+	for _, f := range fakes {
+		if calls := f.callsOf("acquire"); len(calls) > 0 {
+			return calls[0]
+		}
+	}
+	t.Fatal("no master saw an acquire")
+	return ""
+}
+
+// With too few masters up, waiters retry at the pace of the backoff: a
+// failed attempt with some votes and no contender is an outage, not a split.
+func TestLock_OutageIsNotASplitVote(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{healthy, healthy, broken, broken, broken},
+		WithRestartGuard(0), WithRetry(ConstantBackoff(100*time.Millisecond)))
+	ctx, cancel := clk.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { c.Lock(ctx, "k", 10*time.Second); close(done) }()
+	drive(t, clk, fakes, 10*time.Millisecond, done)
+	n := len(fakes[0].callsOf("acquire"))
+	t.Logf("%d attempts in one second of outage", n)
+	assert.LessOrEqual(t, n, 12, "about one attempt per 100ms of backoff")
+}
+
+// Contenders that split the masters retry soon, with jitter, not after the
+// backoff; an outage or a holder with a possible quorum is no split.
+func TestAttempt_SplitVote(t *testing.T) {
+	for _, tc := range []struct {
+		modes []behaviour
+		split bool
+	}{
+		{[]behaviour{healthy, healthy, foreign, foreign, broken}, true},   // 2 | 2, one master down
+		{[]behaviour{healthy, foreign, foreign, healthy, healthy}, false}, // we won
+		{[]behaviour{healthy, healthy, foreign, foreign, foreign}, false}, // another may hold a quorum
+		{[]behaviour{healthy, healthy, broken, broken, broken}, false},    // an outage
+		{[]behaviour{healthy, foreign, broken, broken, broken}, false},    // too few answered for any quorum
+	} {
+		t.Run(fmt.Sprint(tc.modes), func(t *testing.T) {
+			c, _, _ := newFakeClient(t, tc.modes, WithRestartGuard(0))
+			res := c.attempt(context.Background(), "k", time.Second, lockOptions{})
+			if res.lock != nil {
+				assert.False(t, tc.split)
+				return
+			}
+			assert.Equal(t, tc.split, res.split)
+		})
+	}
+}
