@@ -26,6 +26,10 @@ type ContentionConfig struct {
 	// Base is the origin of the shared monotonic clock every timestamp is
 	// taken against. The zero value means the start of the run.
 	Base time.Time
+	// MeasureStalls runs one more goroutine that sleeps 1 ms at a time and
+	// records how late it wakes: how long the process could not run, from
+	// the machine's load or the Go runtime, during the run.
+	MeasureStalls bool
 }
 
 // ContentionResult is what a contended run measured.
@@ -48,6 +52,8 @@ type ContentionResult struct {
 	Overlaps int
 	Errors   int // Lock or Release errors other than the end of the run
 	FirstErr error
+	// MaxStall is the longest a 1 ms sleep overslept (with MeasureStalls).
+	MaxStall time.Duration
 
 	// From the observer (zero without one).
 	Attempts     int       // acquisition attempts seen on the wire
@@ -181,9 +187,21 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 			}
 		}()
 	}
+	var maxStall time.Duration
+	if cfg.MeasureStalls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				time.Sleep(time.Millisecond)
+				maxStall = max(maxStall, time.Since(t0)-time.Millisecond)
+			}
+		}()
+	}
 	wg.Wait()
 
-	r := &ContentionResult{Elapsed: time.Since(start), Overlaps: int(overlaps.Load())}
+	r := &ContentionResult{Elapsed: time.Since(start), Overlaps: int(overlaps.Load()), MaxStall: maxStall}
 	acquired = acquired[:min(int(total.Load()), len(acquired))]
 	for _, c := range cs {
 		r.Wins = append(r.Wins, c.wins)

@@ -66,6 +66,22 @@ func TestRunContention_MaxLocks_EndsTheRun(t *testing.T) {
 	assert.Less(t, r.Elapsed, 5*time.Second)
 }
 
+func TestRunContention_MeasureStalls_OnlyWhenAsked(t *testing.T) {
+	cl := startCluster(t)
+	q := newQuorumLock(t, cl.addrs)
+	r, err := RunContention(context.Background(), ContentionConfig{
+		Key: "k", Waiters: repeat(q, 2), Duration: 100 * time.Millisecond, MaxLocks: 1 << 20,
+		Quorum: quorum, MeasureStalls: true,
+	})
+	require.NoError(t, err)
+	assert.Positive(t, r.MaxStall, "a 1 ms sleep never wakes exactly on time")
+	r, err = RunContention(context.Background(), ContentionConfig{
+		Key: "k", Waiters: repeat(q, 2), Duration: 100 * time.Millisecond, MaxLocks: 1 << 20, Quorum: quorum,
+	})
+	require.NoError(t, err)
+	assert.Zero(t, r.MaxStall)
+}
+
 func TestRunContention_BadConfig_IsAnError(t *testing.T) {
 	ctx := context.Background()
 	for _, cfg := range []ContentionConfig{

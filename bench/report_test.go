@@ -91,7 +91,7 @@ func TestReport(t *testing.T) {
 			o.Reset(key, base)
 			res, err := RunContention(ctx, ContentionConfig{
 				Key: key, Waiters: v.waiters, Duration: contendTime, MaxLocks: contendMaxLock,
-				Quorum: quorum, Observer: o, Base: base,
+				Quorum: quorum, Observer: o, Base: base, MeasureStalls: true,
 			})
 			require.NoError(t, err)
 			recordContention(round, "contend/"+v.name, res, o.Dropped(), residue(t, cl.addrs, key))
@@ -141,6 +141,7 @@ func recordContention(r Round, row string, c *ContentionResult, dropped, residue
 	r[row+"/max_share_pct"] = 100 * c.MaxShare()
 	r[row+"/wait_p50_ms"] = millis(c.Wait.Quantile(0.5))
 	r[row+"/max_wait_ms"] = millis(c.MaxWait)
+	r[row+"/max_stall_ms"] = millis(c.MaxStall)
 	r[row+"/attempts_lock"] = float64(c.Attempts) / float64(max(c.Locks, 1))
 	r[row+"/split_pct"] = 100 * float64(c.Splits) / float64(max(c.Attempts, 1))
 	r[row+"/splits_lock"] = float64(c.Splits) / float64(max(c.Locks, 1))
@@ -199,7 +200,8 @@ func reportTables(rounds []Round) string {
 			{"locks/s", "locks_s", "%.0f"}, {"hand-off p50 ms", "handoff_p50_ms", "%.2f"},
 			{"hand-off p99 ms", "handoff_p99_ms", "%.1f"}, {"same holder again %", "self_pct", "%.0f"},
 			{"max share %", "max_share_pct", "%.1f"}, {"wait p50 ms", "wait_p50_ms", "%.1f"},
-			{"longest wait ms", "max_wait_ms", "%.0f"}, {"overlaps", "overlaps", "%.0f"},
+			{"longest wait ms", "max_wait_ms", "%.0f"}, {"longest stall ms", "max_stall_ms", "%.0f"},
+			{"overlaps", "overlaps", "%.0f"},
 			{"errors", "errors", "%.0f"}, {"keys left", "residue", "%.0f"},
 		}},
 		{"### Split votes in the same runs (attempts seen on the wire)", cRows, []Column{
