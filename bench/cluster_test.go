@@ -109,11 +109,17 @@ func newFloor(tb testing.TB, addrs []string) *Floor {
 	return f
 }
 
+// namedLocker is a contender with its name in the tables.
+type namedLocker struct {
+	Name string
+	Locker
+}
+
 // contenders returns the contenders over addrs, in table order: the
 // library, redsync, the floor, and the floor running the library's scripts
 // (a diagnostic that splits the library's cost into client and masters).
-func contenders(tb testing.TB, addrs []string) []Contender {
-	return []Contender{
+func contenders(tb testing.TB, addrs []string) []namedLocker {
+	return []namedLocker{
 		{"quorumlock", newQuorumLock(tb, addrs)},
 		{"redsync", newRedsync(tb, addrs)},
 		{"floor", newFloor(tb, addrs)},

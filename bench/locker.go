@@ -27,12 +27,6 @@ type Waiter interface {
 	Lock(ctx context.Context, key string) (Held, error)
 }
 
-// Contender names a Locker for the tables.
-type Contender struct {
-	Name string
-	Locker
-}
-
 // Drift is the clock-drift reserve every contender here takes from a TTL:
 // the same factor as redsync's and quorumlock's defaults, plus quorumlock's
 // 2 ms margin.
