@@ -147,68 +147,83 @@ func (f FanOut) Run(ctx context.Context, op Op) (*Result, error) {
 		opCtx, cancel = clk.WithTimeout(ctx, f.Timeout)
 	}
 
-	res := &Result{need: need, done: make([]chan struct{}, f.Nodes)}
-	replies := make(chan reply, f.Nodes) // buffered: a straggler never blocks
-	var running atomic.Int32
-	running.Store(int32(f.Nodes))
+	res := &Result{need: need, done: make([]chan struct{}, f.Nodes), Yes: make([]int, 0, f.Nodes)}
+	w := &workers{op: op, ctx: opCtx, cancel: cancel, replies: make(chan reply, f.Nodes)} // buffered: a straggler never blocks
+	w.running.Store(int32(f.Nodes))
+	replies := w.replies
 	for i := range f.Nodes {
-		done := make(chan struct{})
-		res.done[i] = done
-		go func() {
-			v, err := op(opCtx, i)
-			replies <- reply{node: i, vote: v, err: err}
-			close(done)
-			if running.Add(-1) == 0 {
-				cancel() // the last one out releases the deadline's timer
-			}
-		}()
+		res.done[i] = make(chan struct{})
+		go w.run(i, res.done[i])
 	}
 
-	answered := make([]bool, f.Nodes)
-	var errs []error
-	outstanding := f.Nodes
-	take := func(r reply) {
-		outstanding--
-		answered[r.node] = true
-		switch r.vote {
-		case Yes:
-			res.Yes = append(res.Yes, r.node)
-		case Abstain:
-			res.Abstained = append(res.Abstained, r.node)
-		default:
-			res.No = append(res.No, r.node)
-		}
-		if r.err != nil {
-			errs = append(errs, r.err)
-		}
-	}
+	t := tally{res: res, answered: make([]bool, f.Nodes), outstanding: f.Nodes}
 collect:
-	for outstanding > 0 {
-		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+outstanding < need) {
+	for t.outstanding > 0 {
+		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+t.outstanding < need) {
 			break
 		}
 		select {
 		case r := <-replies:
-			take(r)
+			t.take(r)
 		case <-opCtx.Done():
 			// Replies that arrived with the deadline still count.
-			for outstanding > 0 {
+			for t.outstanding > 0 {
 				select {
 				case r := <-replies:
-					take(r)
-					continue
+					t.take(r)
 				default:
+					break collect
 				}
-				break
 			}
-			break collect
 		}
 	}
-	for i, a := range answered {
+	for i, a := range t.answered {
 		if !a {
 			res.Pending = append(res.Pending, i)
 		}
 	}
-	res.Err = Aggregate(errs...)
+	res.Err = Aggregate(t.errs...)
 	return res, nil
+}
+
+// workers is what the goroutines of one fan-out share.
+type workers struct {
+	op      Op
+	ctx     context.Context
+	cancel  context.CancelFunc
+	replies chan reply
+	running atomic.Int32
+}
+
+func (w *workers) run(i int, done chan struct{}) {
+	v, err := w.op(w.ctx, i)
+	w.replies <- reply{node: i, vote: v, err: err}
+	close(done)
+	if w.running.Add(-1) == 0 {
+		w.cancel() // the last one out releases the deadline's timer
+	}
+}
+
+// tally sorts the replies of a fan-out as they arrive.
+type tally struct {
+	res         *Result
+	answered    []bool
+	errs        []error
+	outstanding int
+}
+
+func (t *tally) take(r reply) {
+	t.outstanding--
+	t.answered[r.node] = true
+	switch r.vote {
+	case Yes:
+		t.res.Yes = append(t.res.Yes, r.node)
+	case Abstain:
+		t.res.Abstained = append(t.res.Abstained, r.node)
+	default:
+		t.res.No = append(t.res.No, r.node)
+	}
+	if r.err != nil {
+		t.errs = append(t.errs, r.err)
+	}
 }

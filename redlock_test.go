@@ -308,3 +308,15 @@ func TestAggregate(t *testing.T) {
 	assert.ErrorIs(t, err, a)
 	assert.ErrorIs(t, err, b)
 }
+
+// BenchmarkFanOut measures the fan-out's own cost over five nodes that answer at once.
+func BenchmarkFanOut(b *testing.B) {
+	f := quorumlock.FanOut{Nodes: 5, Need: 3, Timeout: time.Second}
+	op := func(context.Context, int) (quorumlock.Vote, error) { return quorumlock.Yes, nil }
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := f.Run(context.Background(), op); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

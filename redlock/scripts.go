@@ -19,6 +19,9 @@ const (
 func fenceKey(key string) string       { return reservedPrefix + "fence:" + key }
 func releaseChannel(key string) string { return reservedPrefix + "released:" + key }
 
+// voidKey is the tombstone a roll-back leaves for an attempt's token.
+func voidKey(token string) string { return reservedPrefix + "void:" + token }
+
 // script is one Lua script, sent by hash and by source when the master does
 // not have it cached.
 type script struct {
@@ -26,6 +29,11 @@ type script struct {
 	keys int
 	src  string
 	sha  string
+}
+
+// argv returns the EVALSHA arguments: hash, key count, keys and arguments.
+func (s *script) argv(keysAndArgs ...any) []any {
+	return append([]any{s.sha, s.keys}, keysAndArgs...)
 }
 
 type scriptSet struct {
@@ -40,9 +48,9 @@ func loadScripts() scriptSet {
 		return &script{name: name, keys: keys, src: src, sha: hex.EncodeToString(sum[:])}
 	}
 	return scriptSet{
-		acquire: mk("acquire", 3),
+		acquire: mk("acquire", 4),
 		extend:  mk("extend", 2),
-		release: mk("release", 1),
+		release: mk("release", 2),
 		fence:   mk("fence", 3),
 		inspect: mk("inspect", 3),
 	}

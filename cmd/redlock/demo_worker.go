@@ -67,7 +67,7 @@ func (d *demo) hold(ctx context.Context, id int, c *redlock.Client, l *redlock.L
 	if ev.regressed {
 		note += "  !! fence did not increase"
 	}
-	d.out.printf("worker %d  got the lock  fence %-4d validity %-6v %s%s",
+	d.out.printf("worker %d  got the lock  fence %-16d  validity %-6v %s%s",
 		id, l.Fence(), validity.Round(time.Millisecond), nodes, note)
 	pause(ctx, time.Until(end))
 }

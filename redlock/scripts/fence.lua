@@ -8,9 +8,9 @@ local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
 local token, owner, fence, keep = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 if not held(lock, token, owner) then return 0 end
 if tonumber(redis.call('GET', ckey) or 0) < fence then
-  redis.call('SET', ckey, fence, 'PX', math.max(redis.call('PTTL', lock), 1) + keep)
+  redis.call('SET', ckey, ARGV[3], 'PX', math.max(redis.call('PTTL', lock), 1) + keep)
 end
 if tonumber(redis.call('GET', floor) or 0) < fence then
-  redis.call('SET', floor, fence)
+  redis.call('SET', floor, ARGV[3])
 end
 return 1

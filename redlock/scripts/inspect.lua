@@ -13,4 +13,5 @@ elseif kind == 'hash' and redis.call('HEXISTS', lock, 'owner') == 1 then
 elseif kind ~= 'none' then
   holder = '?' .. kind
 end
-return {holder, holds, redis.call('PTTL', lock), counter(ckey, floor)}
+local c = redis.call('GET', ckey) or redis.call('GET', floor) or '0'
+return {holder, holds, redis.call('PTTL', lock), tonumber(c)}
