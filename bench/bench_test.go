@@ -66,7 +66,7 @@ func benchSequential(b *testing.B, l Locker, keys Keys) {
 // hold time; an op is one critical section.
 func BenchmarkContention(b *testing.B) {
 	cl := startCluster(b)
-	o := NewObserver("", time.Now())
+	o := NewObserver("", time.Now(), libScripts(b).acquire)
 	for _, v := range contentionVariants(b, cl.addrs, o) {
 		runs := 0
 		b.Run("lib="+v.name, func(b *testing.B) {

@@ -219,9 +219,12 @@ func residue(tb testing.TB, addrs []string, key string) int {
 	return n
 }
 
-// newScriptedFloor is the floor running the library's own scripts, read
-// from its source next to this module.
-func newScriptedFloor(tb testing.TB, addrs []string) *Floor {
+// scriptSources are quorumlock's acquire and release scripts as the library
+// sends them: its lib.lua, a newline, then the script.
+type scriptSources struct{ acquire, release string }
+
+// libScripts reads the library's scripts from its source next to this module.
+func libScripts(tb testing.TB) scriptSources {
 	tb.Helper()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "redlock", "scripts", name))
@@ -229,11 +232,18 @@ func newScriptedFloor(tb testing.TB, addrs []string) *Floor {
 		return string(b)
 	}
 	lib := read("lib.lua")
+	return scriptSources{acquire: lib + "\n" + read("acquire.lua"), release: lib + "\n" + read("release.lua")}
+}
+
+// newScriptedFloor is the floor running the library's own scripts.
+func newScriptedFloor(tb testing.TB, addrs []string) *Floor {
+	tb.Helper()
+	src := libScripts(tb)
 	pools := make([]*redis.Pool, len(addrs))
 	for i, a := range addrs {
 		pools[i] = NewRedigoPool(a)
 	}
-	f, err := NewScriptedFloor(pools, nodeTimeout, lockTTL, lib+"\n"+read("acquire.lua"), lib+"\n"+read("release.lua"))
+	f, err := NewScriptedFloor(pools, nodeTimeout, lockTTL, src.acquire, src.release)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { f.Close() })
 	return f

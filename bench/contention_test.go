@@ -33,7 +33,7 @@ func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "contend:" + tc.name
 			base := time.Now()
-			o := NewObserver(key, base)
+			o := NewObserver(key, base, libScripts(t).acquire)
 			r, err := RunContention(context.Background(), ContentionConfig{
 				Key: key, Waiters: tc.waiters(o), Duration: 300 * time.Millisecond,
 				MaxLocks: 100000, Quorum: quorum, Observer: o, Base: base,

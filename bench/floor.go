@@ -40,7 +40,7 @@ type Floor struct {
 	// acquire and release run on one master; see NewFloor and
 	// NewScriptedFloor.
 	acquire func(ctx context.Context, i int, key, token string) (ok, refused bool, err error)
-	release func(ctx context.Context, i int, key, token string) error
+	release func(ctx context.Context, i int, key, token string, rollback bool) error
 }
 
 var _ Locker = (*Floor)(nil)
@@ -70,7 +70,7 @@ func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
 		r, err := f.do(ctx, i, "SET", key, token, "NX", "PX", f.ttl.Milliseconds())
 		return r == "OK", err == nil && r == nil, err
 	}
-	f.release = func(ctx context.Context, i int, key, token string) error {
+	f.release = func(ctx context.Context, i int, key, token string, _ bool) error {
 		_, err := f.eval(ctx, i, del, key, token)
 		return err
 	}
@@ -91,9 +91,16 @@ func newScript(src string, keys int) script {
 
 // NewScriptedFloor is the floor's client code running quorumlock's own Lua
 // scripts instead of SET NX PX and the bare compare-and-delete: the acquire
-// script with its fencing counter, and the release script with its
-// announcement. acquireSrc and releaseSrc are the scripts as the library
-// sends them (its lib.lua, a newline, then the script).
+// script with its fencing counter and tombstone check, and the release
+// script with its announcement (or, rolling back, its tombstone).
+// acquireSrc and releaseSrc are the scripts as the library sends them (its
+// lib.lua, a newline, then the script). The keys and arguments follow the
+// scripts' headers:
+//
+//	acquire  KEYS lock, fencing counter, fence floor, tombstone
+//	         ARGV token, TTL ms, owner, counter retention ms
+//	release  KEYS lock, tombstone
+//	         ARGV token, owner, channel, '' or (rolling back) tombstone TTL ms
 //
 // It splits the gap between the floor and the library in two: what the
 // floor and this one differ by is work on the masters; what this one and
@@ -106,12 +113,14 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 	if acquireSrc == "" || releaseSrc == "" {
 		return nil, errors.New("floor: empty script")
 	}
-	acq, rel := newScript(acquireSrc, 3), newScript(releaseSrc, 1)
+	acq, rel := newScript(acquireSrc, 4), newScript(releaseSrc, 2)
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
 	keepMS := strconv.FormatInt((10 * time.Minute).Milliseconds(), 10) // the library's default fence retention
+	const prefix = "quorumlock:"                                       // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Int64s(f.eval(ctx, i, acq,
-			key, "quorumlock:fence:"+key, "quorumlock:fence-floor", token, ttlMS, "", keepMS))
+			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
+			token, ttlMS, "", keepMS))
 		if err != nil {
 			return false, false, err
 		}
@@ -120,8 +129,13 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 		}
 		return r[0] == 1, r[0] == 0, nil
 	}
-	f.release = func(ctx context.Context, i int, key, token string) error {
-		_, err := redis.Int64(f.eval(ctx, i, rel, key, token, "", "quorumlock:released:"+key))
+	f.release = func(ctx context.Context, i int, key, token string, rollback bool) error {
+		undo := ""
+		if rollback {
+			undo = ttlMS
+		}
+		_, err := redis.Int64(f.eval(ctx, i, rel, key, prefix+"void:"+token,
+			token, "", prefix+"released:"+key, undo))
 		return err
 	}
 	return f, nil
@@ -197,7 +211,7 @@ func (l *floorLock) rollback() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.f.timeout)
 			defer cancel()
-			l.f.release(ctx, i, l.key, l.token)
+			l.f.release(ctx, i, l.key, l.token, true)
 		}()
 	}
 }
@@ -208,7 +222,7 @@ func (l *floorLock) Release(ctx context.Context) error {
 	f := l.f
 	n := len(f.pools)
 	opCtx, votes, _ := f.fanOut(ctx, l.landed, func(ctx context.Context, i int) (bool, error) {
-		err := f.release(ctx, i, l.key, l.token)
+		err := f.release(ctx, i, l.key, l.token, false)
 		return err == nil, err
 	})
 	ok, errs := collect(opCtx, votes, n, f.quorum)

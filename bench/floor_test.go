@@ -102,3 +102,39 @@ func TestNewFloor_BadInput_IsAnError(t *testing.T) {
 	_, err = NewFloor([]*redis.Pool{nil}, time.Second, time.Second)
 	assert.Error(t, err)
 }
+
+// The scripted floor keeps up with the library's scripts: if their keys or
+// arguments change, this fails.
+func TestScriptedFloor_FollowsTheLibrarysScripts(t *testing.T) {
+	cl := startCluster(t)
+	f := newScriptedFloor(t, cl.addrs)
+	warmUp(t, f, "warm")
+	ctx := context.Background()
+
+	h, err := f.TryLock(ctx, "k")
+	require.NoError(t, err)
+	token := h.(*floorLock).token
+	f.bg.Wait()
+	for _, a := range cl.addrs {
+		assert.Equal(t, token, value(t, a, "k"), a)
+		assert.NotEmpty(t, value(t, a, "quorumlock:fence:k"), "the fencing counter on %s", a)
+	}
+	_, err = f.TryLock(ctx, "k")
+	assert.ErrorIs(t, err, ErrFloorNotObtained, "a held key is refused")
+	require.NoError(t, h.Release(ctx))
+	f.bg.Wait()
+	for _, a := range cl.addrs {
+		assert.Empty(t, value(t, a, "k"), a)
+	}
+
+	// A failed attempt, rolled back by the release script, leaves nothing.
+	for _, a := range cl.addrs[:3] {
+		do(t, a, "SET", "m", "foreign", "PX", 60000)
+	}
+	_, err = f.TryLock(ctx, "m")
+	require.ErrorIs(t, err, ErrFloorNotObtained)
+	f.bg.Wait()
+	for _, a := range cl.addrs[3:] {
+		assert.Empty(t, value(t, a, "m"), "no residue on %s", a)
+	}
+}

@@ -24,7 +24,8 @@ import (
 // The cost is a map update under a mutex per acquire command, the same for
 // every contender; latency scenarios do not use it.
 type Observer struct {
-	w atomic.Pointer[watch]
+	w       atomic.Pointer[watch]
+	scripts map[string]bool // acquire scripts: source and SHA1 of each; read-only
 
 	mu       sync.Mutex
 	attempts map[string]*Attempt
@@ -50,9 +51,17 @@ type Attempt struct {
 const maxAttempts = 1 << 20
 
 // NewObserver watches attempts on key, timing them from base (the
-// contention harness's clock).
-func NewObserver(key string, base time.Time) *Observer {
-	o := &Observer{attempts: map[string]*Attempt{}}
+// contention harness's clock). acquireScripts are the sources of the Lua
+// scripts that acquire (quorumlock's, as the library sends it); a call of one
+// of them, by EVALSHA or EVAL, whose first key is the observed key is an
+// attempt, and its first argument is the attempt's token. SET key token NX
+// is always one.
+func NewObserver(key string, base time.Time, acquireScripts ...string) *Observer {
+	o := &Observer{attempts: map[string]*Attempt{}, scripts: map[string]bool{}}
+	for _, src := range acquireScripts {
+		o.scripts[src] = true
+		o.scripts[newScript(src, 0).sha] = true
+	}
 	o.w.Store(&watch{key: key, base: base})
 	return o
 }
@@ -87,8 +96,7 @@ func (o *Observer) Dropped() int {
 }
 
 // acquireToken recognises an acquire command on the observed key and
-// returns its token. quorumlock's acquire script takes three keys, the lock
-// key first, and the token as its first argument.
+// returns its token.
 func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 	key := o.w.Load().key
 	switch cmd {
@@ -98,10 +106,20 @@ func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 			return t, ok
 		}
 	case "EVALSHA", "EVAL":
-		if len(args) >= 6 && args[1] == 3 && args[2] == key {
-			t, ok := args[5].(string)
-			return t, ok
+		// script, number of keys, keys, then arguments: the token first.
+		if len(args) < 3 || args[2] != key {
+			return "", false
 		}
+		script, ok := args[0].(string)
+		if !ok || !o.scripts[script] {
+			return "", false
+		}
+		n, ok := args[1].(int)
+		if !ok || n < 1 || len(args) <= 2+n {
+			return "", false
+		}
+		t, ok := args[2+n].(string)
+		return t, ok
 	}
 	return "", false
 }

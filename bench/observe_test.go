@@ -26,7 +26,7 @@ func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
 			ctx := context.Background()
 			for _, held := range []int{2, 3} {
 				key := fmt.Sprintf("observe:%s:held%d", tc.name, held)
-				o := NewObserver(key, time.Now())
+				o := NewObserver(key, time.Now(), libScripts(t).acquire)
 				l := tc.make(o)
 				for _, a := range cl.addrs[:held] {
 					do(t, a, "SET", key, "foreign", "PX", 60000)
@@ -54,8 +54,10 @@ func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
 	}
 }
 
-func TestObserver_IgnoresOtherKeysAndCommands(t *testing.T) {
-	o := NewObserver("k", time.Now())
+func TestObserver_IgnoresOtherKeysScriptsAndCommands(t *testing.T) {
+	const src = "return 1"
+	sha := newScript(src, 0).sha
+	o := NewObserver("k", time.Now(), src)
 	for _, c := range []struct {
 		cmd  string
 		args []any
@@ -63,13 +65,23 @@ func TestObserver_IgnoresOtherKeysAndCommands(t *testing.T) {
 		{"SET", []any{"other", "t", "NX", "PX", 1}},
 		{"SET", []any{"k", "t"}},
 		{"GET", []any{"k"}},
-		{"EVALSHA", []any{"sha", 1, "k", "t"}},
-		{"EVALSHA", []any{"sha", 3, "other", "f", "g", "t"}},
+		{"EVALSHA", []any{"another-sha", 1, "k", "t"}},
+		{"EVALSHA", []any{sha, 2, "other", "f", "t"}},
+		{"EVALSHA", []any{sha, 2, "k", "f"}},
 	} {
 		_, ok := o.acquireToken(c.cmd, c.args)
 		assert.False(t, ok, "%s %v", c.cmd, c.args)
 	}
-	tok, ok := o.acquireToken("EVALSHA", []any{"sha", 3, "k", "f", "g", "t", "10", "", "1"})
-	assert.True(t, ok)
-	assert.Equal(t, "t", tok)
+	for _, c := range []struct {
+		cmd  string
+		args []any
+	}{
+		{"EVALSHA", []any{sha, 4, "k", "f", "g", "v", "t", "10", "", "1"}},
+		{"EVAL", []any{src, 1, "k", "t"}},
+		{"SET", []any{"k", "t", "NX", "PX", 10}},
+	} {
+		tok, ok := o.acquireToken(c.cmd, c.args)
+		assert.True(t, ok, "%s %v", c.cmd, c.args)
+		assert.Equal(t, "t", tok)
+	}
 }

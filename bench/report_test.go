@@ -58,7 +58,7 @@ func TestReport(t *testing.T) {
 	for _, c := range slow {
 		warmUp(t, c, "warm-slow:"+c.Name)
 	}
-	o := NewObserver("", time.Now())
+	o := NewObserver("", time.Now(), libScripts(t).acquire)
 	variants := contentionVariants(t, cl.addrs, o)
 
 	ctx := context.Background()
