@@ -54,9 +54,15 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
-	a := c.attempt(ctx, key, ttl, lo)
-	if a.err == nil || !errors.Is(a.err, ErrNotObtained) {
-		return a.lock, a.err
+	// Goroutines of this client already waiting for the key go first: a
+	// newcomer joins the line instead of splitting the votes with its head.
+	// An owner may already hold the key, so it always tries at once.
+	a := outcome{err: fmt.Errorf("%w: key %q: waiting in line", ErrNotObtained, key)}
+	if lo.owner != "" || !c.hub.waiting(key) {
+		a = c.attempt(ctx, key, ttl, lo)
+		if a.err == nil || !errors.Is(a.err, ErrNotObtained) {
+			return a.lock, a.err
+		}
 	}
 	w := c.hub.join(key)
 	acquired := false
@@ -151,8 +157,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
-		c.alignLateCounters(req, res, grants, fence, timeout)
-		return outcome{lock: c.newLock(req, lo, fence, until, res)}
+		return outcome{lock: c.newLock(req, lo, fence, until, res, grants)}
 	}
 	c.rollback(req, res, refused, timeout)
 
@@ -245,31 +250,10 @@ func (c *Client) settleFence(ctx context.Context, req request, res *quorumlock.R
 	if !raised.OK() {
 		return 0, fmt.Errorf("fence %d reached %d of the %d lagging masters, %d needed", fence, len(raised.Yes), len(lag), need)
 	}
-	return fence, nil
-}
-
-// alignLateCounters raises, in the background, the counters of masters
-// that granted the lock outside the quorum and count below the fence. It is
-// not needed for safety; it keeps the masters' counters equal, so that the
-// next holder's quorum agrees on the fence without an extra round trip.
-func (c *Client) alignLateCounters(req request, res *quorumlock.Result, grants []grant, fence int64, timeout time.Duration) {
-	late := slices.Concat(res.Pending, res.Abstained)
-	if len(late) == 0 {
-		return
+	for _, j := range raised.Yes {
+		grants[lag[j]].counter = fence // Release need not raise it again
 	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		for _, i := range late {
-			<-res.Done(i)
-			if g := grants[i]; !g.ok || g.counter >= fence {
-				continue
-			}
-			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-			c.nodes[i].raiseFence(ctx, req, fence)
-			cancel()
-		}
-	}()
+	return fence, nil
 }
 
 // rollback deletes the attempt's token on every master it may have reached:

@@ -18,10 +18,11 @@ import (
 // lock by then. Fence gives the resource a way to reject a holder that did
 // not stop in time.
 type Lock struct {
-	c     *Client
-	req   request
-	fence int64
-	acq   *quorumlock.Result // the acquisition; Release waits for its stragglers
+	c      *Client
+	req    request
+	fence  int64
+	acq    *quorumlock.Result // the acquisition; Release waits for its stragglers
+	grants []grant            // each master's answer; read only once acq.Done(i)
 
 	op sync.Mutex // one Extend or Release at a time
 
@@ -42,8 +43,8 @@ const (
 	lost
 )
 
-func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, acq *quorumlock.Result) *Lock {
-	l := &Lock{c: c, req: req, fence: fence, acq: acq, until: until, done: make(chan struct{})}
+func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, acq *quorumlock.Result, grants []grant) *Lock {
+	l := &Lock{c: c, req: req, fence: fence, acq: acq, grants: grants, until: until, done: make(chan struct{})}
 	if lo.autoExtend {
 		l.stop, l.ended = make(chan struct{}), make(chan struct{})
 		c.bg.Add(1)
@@ -296,6 +297,12 @@ func (l *Lock) release(ctx context.Context) error {
 			case <-ctx.Done():
 				errs[i] = c.nodeErr(i, ctx.Err())
 				return quorumlock.No, errs[i]
+			}
+			if g := l.grants[i]; g.ok && g.counter < l.fence {
+				// A master that granted outside the quorum counts below the
+				// fence: raise it while the token still holds the key there, so
+				// that the masters agree on the next fence without a round trip.
+				c.nodes[i].raiseFence(ctx, req, l.fence)
 			}
 			r, err := c.nodes[i].release(ctx, req)
 			if err != nil {

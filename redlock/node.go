@@ -117,7 +117,7 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep)}
 	}))
 	if err != nil {
 		return grant{}, err
@@ -134,7 +134,7 @@ func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 
 func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.extend, r.argv.get(n.scripts.extend, func() []any {
-		return []any{r.key, fenceKey(r.key), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+		return []any{r.key, r.token, ms(r.ttl), r.owner}
 	})))
 	return v == 1, err
 }
@@ -152,7 +152,7 @@ func (n *redisNode) release(ctx context.Context, r request) (released, error) {
 
 func (n *redisNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.fence,
-		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.keep))))
+		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.ttl+r.keep))))
 	return v == 1, err
 }
 
