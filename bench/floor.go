@@ -115,19 +115,24 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 	}
 	acq, rel := newScript(acquireSrc, 4), newScript(releaseSrc, 2)
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
-	keepMS := strconv.FormatInt((10 * time.Minute).Milliseconds(), 10) // the library's default fence retention
+	keepMS := strconv.FormatInt((ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
 	const prefix = "quorumlock:"                                       // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
-		r, err := redis.Int64s(f.eval(ctx, i, acq,
+		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
 			token, ttlMS, "", keepMS))
 		if err != nil {
 			return false, false, err
 		}
-		if len(r) != 2 {
+		// {1, fence} or {0, holder's PTTL, holder}
+		if len(r) < 2 {
 			return false, false, fmt.Errorf("floor: acquire script replied %v", r)
 		}
-		return r[0] == 1, r[0] == 0, nil
+		granted, err := redis.Int64(r[0], nil)
+		if err != nil {
+			return false, false, fmt.Errorf("floor: acquire script replied %v", r)
+		}
+		return granted == 1, granted == 0, nil
 	}
 	f.release = func(ctx context.Context, i int, key, token string, rollback bool) error {
 		undo := ""

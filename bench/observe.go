@@ -145,8 +145,8 @@ func (o *Observer) answered(token string, reply any, err error) {
 	switch r := reply.(type) {
 	case string: // SET: +OK
 		yes = err == nil && r == "OK"
-	case []any: // quorumlock's acquire: {1, fence} or {0, holder's PTTL}
-		if len(r) == 2 {
+	case []any: // quorumlock's acquire: {1, fence} or {0, holder's PTTL, holder}
+		if len(r) >= 2 {
 			yes, no = r[0] == int64(1), r[0] == int64(0)
 		}
 	case nil: // SET NX on a held key
