@@ -129,7 +129,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
 		return outcome{lock: c.newLock(req, lo, fence, until, rounds, grants)}
 	}
-	c.rollback(req, rounds, timeout)
+	c.rollback(req, rounds, timeout, start.Add(ttl))
 
 	out := outcome{hint: c.expiryHint(last)}
 	t := last.tally()
@@ -244,10 +244,15 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 // those still outstanding, each once all its acquires have returned, so a
 // late yes is undone too. Where the token is not found, a tombstone for it
 // stays for one TTL, so that an acquire still in the network cannot land
-// afterwards. A roll-back announces nothing: the lock was never held. It
-// waits up to one node timeout; what is left finishes in the background and
-// Close waits for it.
-func (c *Client) rollback(req request, rounds []round, timeout time.Duration) {
+// afterwards. A roll-back announces nothing: the lock was never held.
+//
+// A master the roll-back cannot reach (it may be starting, with the
+// acquire delayed on its way) is tried again, backing off, until it
+// answers or the attempt's TTL has passed (until): after that, a late
+// acquire leaves nothing that would not expire by itself. The caller waits
+// up to one node timeout; the rest runs in the background and Close stops
+// and waits for it.
+func (c *Client) rollback(req request, rounds []round, timeout time.Duration, until time.Time) {
 	var targets []int
 	for i := range c.nodes {
 		if !refusedThroughout(rounds, i) {
@@ -264,19 +269,14 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration) {
 		c.bg.Add(1)
 		go func() {
 			defer c.bg.Done()
-			defer func() { finished <- struct{}{} }()
 			for _, r := range rounds {
 				<-r.res.Done(i)
 			}
 			if refusedThroughout(rounds, i) { // stragglers that turned out to be refusals
+				finished <- struct{}{}
 				return
 			}
-			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			if _, err := c.nodes[i].release(ctx, req); err != nil {
-				c.o.logger.Debug("redlock: rollback failed; the key expires with its TTL",
-					"addr", c.nodes[i].addr(), "key", req.key, "err", err)
-			}
+			c.rollbackOn(i, req, timeout, until, finished)
 		}()
 	}
 	t := c.o.clock.NewTimer(timeout)
@@ -287,6 +287,37 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration) {
 		case <-t.C():
 			return
 		}
+	}
+}
+
+// rollbackOn rolls the attempt back on master i, trying again until it
+// answers, the attempt's TTL has passed, or the client closes. It reports
+// on finished after the first try.
+func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- struct{}) {
+	wait := timeout
+	for try := 0; ; try++ {
+		ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+		_, err := c.nodes[i].release(ctx, req)
+		cancel()
+		if try == 0 {
+			finished <- struct{}{}
+		}
+		if err == nil {
+			return
+		}
+		if !c.o.clock.Now().Add(wait).Before(until) {
+			c.o.logger.Debug("redlock: rollback failed; the key expires with its TTL",
+				"addr", c.nodes[i].addr(), "key", req.key, "tries", try+1, "err", err)
+			return
+		}
+		t := c.o.clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-c.closing:
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

@@ -304,3 +304,29 @@ func TestAttempt_SplitVote(t *testing.T) {
 		})
 	}
 }
+
+// A roll-back that cannot reach a master is tried again until it does: the
+// master may be starting, with the failed attempt's acquire still on its way.
+func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{hang, foreign, foreign, foreign, healthy}, WithRestartGuard(0))
+	done := make(chan struct{})
+	var err error
+	go func() { _, err = c.TryLock(context.Background(), "k", 10*time.Second); close(done) }()
+	require.Eventually(t, func() bool { return len(fakes[0].callsOf("acquire")) == 1 }, 5*time.Second, 100*time.Microsecond)
+	fakes[0].setMode(broken) // the acquire is on its way; the master refuses what follows
+	drive(t, clk, fakes, c.nodeTimeout(10*time.Second), done)
+	require.ErrorIs(t, err, ErrNotObtained)
+	token := fakes[0].callsOf("acquire")[0]
+	require.True(t, fakes[0].holdsToken("k", token), "the late acquire landed")
+	failed := len(fakes[0].callsOf("release"))
+	require.GreaterOrEqual(t, failed, 1, "the roll-back tried while the master refused")
+
+	fakes[0].setMode(healthy)
+	assert.Eventually(t, func() bool {
+		if settled(fakes) && clk.Timers() > 0 {
+			clk.Advance(time.Second) // the retry's backoff
+		}
+		return !fakes[0].holdsToken("k", token)
+	}, 5*time.Second, time.Millisecond, "the retried roll-back cleared the master")
+	assert.Greater(t, len(fakes[0].callsOf("release")), failed)
+}
