@@ -116,7 +116,7 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 	acq, rel := newScript(acquireSrc, 4), newScript(releaseSrc, 2)
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
 	keepMS := strconv.FormatInt((ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
-	const prefix = "quorumlock:"                                       // the library's reserved key prefix
+	const prefix = "quorumlock:"                                           // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
