@@ -3,7 +3,7 @@ GO      ?= go
 # Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
 MODULES := chaos bench
 
-.PHONY: test lint unit chaos bench
+.PHONY: test lint unit chaos bench bench-report
 
 test: lint unit chaos
 
@@ -24,7 +24,13 @@ unit:
 chaos:
 	@if [ -f chaos/go.mod ]; then cd chaos && REDLOCK_CHAOS_BACKEND=$${REDLOCK_CHAOS_BACKEND:-all} $(GO) test -count=1 -timeout 15m -p 1 -v ./...; fi
 
-# Benchmarks: the library's own, then the side-by-side comparison with redsync and a raw floor.
+# Benchmarks: the library's own, then the side-by-side comparison with redsync and a raw floor,
+# then that comparison's table from one run (see bench/README.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 5 ./...; fi
+	@$(MAKE) --no-print-directory bench-report
+
+# The comparison table alone: every scenario in rounds (QUORUMLOCK_BENCH_ROUNDS, default 5).
+bench-report:
+	@if [ -f bench/go.mod ]; then cd bench && QUORUMLOCK_BENCH_REPORT=1 $(GO) test -run '^TestReport$$' -count 1 -v -timeout 30m .; fi

@@ -45,6 +45,8 @@ type fakeNode struct {
 	h        health
 	advance  time.Duration // an acquire moves the fake clock on by this first
 	noRaise  bool          // raiseFence fails
+	other    string        // the holder a foreign master reports; "foreign" if empty
+	gate     chan struct{} // if set, a release waits for it, then fails on a done ctx as a pool would
 	busy     int           // calls under way, not counting hung acquires
 }
 
@@ -166,7 +168,11 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
 	}
 	switch mode {
 	case foreign:
-		return grant{pttl: 5 * time.Second}, nil
+		h := f.other
+		if h == "" {
+			h = "foreign"
+		}
+		return grant{pttl: 5 * time.Second, holder: h}, nil
 	case broken:
 		return grant{}, errBroken
 	case hang:
@@ -213,7 +219,10 @@ func (f *fakeNode) apply(r request) grant {
 		}
 		return grant{ok: true, counter: f.counters[r.key]}
 	}
-	return grant{pttl: k.until.Sub(now)}
+	if k.owner != "" {
+		return grant{pttl: k.until.Sub(now), holder: "owner:" + k.owner}
+	}
+	return grant{pttl: k.until.Sub(now), holder: k.token}
 }
 
 func (f *fakeNode) extend(ctx context.Context, r request) (bool, error) {
@@ -237,6 +246,12 @@ func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
 	defer f.finish()
 	if f.record("release", r.key, r.token) == broken {
 		return notHeld, errBroken
+	}
+	if f.gate != nil {
+		<-f.gate
+		if err := ctx.Err(); err != nil {
+			return notHeld, err
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -87,6 +87,13 @@ func (h *hub) join(key string) *waiter {
 	return w
 }
 
+// waiting reports whether goroutines of this client wait for key.
+func (h *hub) waiting(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.queues[key] != nil
+}
+
 // ready waits until enough masters confirmed the subscription, at most timeout.
 func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	t := w.h.c.o.clock.NewTimer(timeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -580,4 +581,53 @@ func TestIntegration_Inspect(t *testing.T) {
 	st, err = c.Inspect(ctx, "k")
 	require.NoError(t, err)
 	assert.False(t, st.Held())
+}
+
+// Release returns at quorum; the deletes on the other masters must go on
+// even when the caller cancels its ctx as soon as Release returns, as a
+// deferred cancel does.
+func TestIntegration_ReleaseThenCancel_LeavesNothing(t *testing.T) {
+	srv := masters(t, 5)
+	c := client(t, srv)
+	const n = 100
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		l, err := c.TryLock(ctx, "k"+strconv.Itoa(i), 10*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		cancel()
+	}
+	for _, s := range srv {
+		assert.Eventually(t, func() bool {
+			keys, _ := redis.Strings(do(t, s, "KEYS", "k*"), nil)
+			return len(keys) == 0
+		}, 2*time.Second, 10*time.Millisecond, "%s keeps lock keys", s.Addr())
+	}
+}
+
+// Each master's fence floor is a whole number at least every counter it
+// holds: fences are clock-seeded numbers near 2^50, and a floor below a
+// counter would let a re-created counter repeat a fence.
+func TestIntegration_FenceFloorCoversEveryCounter(t *testing.T) {
+	srv := masters(t, 3)
+	c := client(t, srv)
+	ctx := context.Background()
+	for i := range 20 {
+		key := "f" + strconv.Itoa(i%4) // new keys and keys again
+		l, err := c.TryLock(ctx, key, time.Second)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	for _, s := range srv {
+		floor, err := redis.String(do(t, s, "ZSCORE", fenceFloorKey, "floor"), nil)
+		require.NoError(t, err)
+		f, err := strconv.ParseInt(floor, 10, 64)
+		require.NoError(t, err, "the floor %q is a whole number", floor)
+		for k := range 4 {
+			v, err := redis.Int64(do(t, s, "GET", fenceKey("f"+strconv.Itoa(k))), nil)
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, f, v, "%s: floor below the counter of f%d", s.Addr(), k)
+		}
+		assert.Greater(t, f, int64(1)<<40, "floors start from the clock")
+	}
 }

@@ -358,3 +358,20 @@ func TestReentrant_PlainLockBlocksOwners(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotObtained)
 	require.NoError(t, l.Release(context.Background()))
 }
+
+// Release returns at quorum. The deletes still under way must not depend on
+// the caller's ctx, which a deferred cancel ends as soon as Release returns.
+func TestRelease_StragglersOutliveTheCallersContext(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 }, 2*time.Second, time.Millisecond)
+	gate := make(chan struct{})
+	fakes[3].gate, fakes[4].gate = gate, gate
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, l.Release(ctx))
+	cancel()
+	close(gate)
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond,
+		"the held-back masters keep the key")
+}

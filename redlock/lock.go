@@ -18,10 +18,11 @@ import (
 // lock by then. Fence gives the resource a way to reject a holder that did
 // not stop in time.
 type Lock struct {
-	c     *Client
-	req   request
-	fence int64
-	acq   *quorumlock.Result // the acquisition; Release waits for its stragglers
+	c      *Client
+	req    request
+	fence  int64
+	rounds []round // the acquisition; Release waits for its stragglers
+	grants []grant // each master's answer in the last round; read once it is in
 
 	op sync.Mutex // one Extend or Release at a time
 
@@ -42,8 +43,8 @@ const (
 	lost
 )
 
-func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, acq *quorumlock.Result) *Lock {
-	l := &Lock{c: c, req: req, fence: fence, acq: acq, until: until, done: make(chan struct{})}
+func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, rounds []round, grants []grant) *Lock {
+	l := &Lock{c: c, req: req, fence: fence, rounds: rounds, grants: grants, until: until, done: make(chan struct{})}
 	if lo.autoExtend {
 		l.stop, l.ended = make(chan struct{}), make(chan struct{})
 		c.bg.Add(1)
@@ -72,7 +73,7 @@ func (l *Lock) TTL() time.Duration {
 // Granted returns the masters, by index in the client's list, whose votes
 // made the quorum when the lock was taken. Masters that agreed later are
 // not listed.
-func (l *Lock) Granted() []int { return slices.Clone(l.acq.Yes) }
+func (l *Lock) Granted() []int { return slices.Clone(l.rounds[len(l.rounds)-1].res.Yes) }
 
 // Fence returns the fencing token: a number strictly greater than the fence
 // of every earlier holder of this key, as long as no master loses its data.
@@ -289,13 +290,24 @@ func (l *Lock) release(ctx context.Context) error {
 	req := l.req.withArgv()
 	outcomes := make([]released, n)
 	errs := make([]error, n)
-	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: c.nodeTimeout(l.req.ttl), Clock: c.o.clock}.Run(ctx,
-		func(ctx context.Context, i int) (quorumlock.Vote, error) {
-			select { // an acquire still in flight here must land before its delete
-			case <-l.acq.Done(i):
-			case <-ctx.Done():
-				errs[i] = c.nodeErr(i, ctx.Err())
-				return quorumlock.No, errs[i]
+	timeout := c.nodeTimeout(l.req.ttl)
+	// The deletes outlive the caller's ctx: Release returns at quorum, and a
+	// caller that cancels its ctx as it returns must not stop the rest.
+	detached := context.WithoutCancel(ctx)
+	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
+		func(_ context.Context, i int) (quorumlock.Vote, error) {
+			// An acquire still in flight here must land before its delete,
+			// which then gets a node timeout of its own.
+			for _, r := range l.rounds {
+				<-r.res.Done(i)
+			}
+			ctx, cancel := c.o.clock.WithTimeout(detached, timeout)
+			defer cancel()
+			if g := l.grants[i]; g.ok && g.counter < l.fence {
+				// A master that granted outside the quorum counts below the
+				// fence: raise it while the token still holds the key there, so
+				// that the masters agree on the next fence without a round trip.
+				c.nodes[i].raiseFence(ctx, req, l.fence)
 			}
 			r, err := c.nodes[i].release(ctx, req)
 			if err != nil {

@@ -58,6 +58,7 @@ type grant struct {
 	ok      bool
 	counter int64         // the key's fencing counter, when ok
 	pttl    time.Duration // the holder's remaining TTL, when not ok; < 0 if it has none
+	holder  string        // who holds the key, when not ok
 }
 
 // released is one master's answer to a release.
@@ -117,24 +118,33 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep)}
 	}))
 	if err != nil {
 		return grant{}, err
 	}
-	xs, err := redis.Int64s(v, nil)
-	if err != nil || len(xs) != 2 {
+	xs, err := redis.Values(v, nil)
+	if err != nil || len(xs) < 2 {
 		return grant{}, fmt.Errorf("acquire: unexpected reply %v", v)
 	}
-	if xs[0] == 1 {
-		return grant{ok: true, counter: xs[1]}, nil
+	ok, err1 := redis.Int64(xs[0], nil)
+	num, err2 := redis.Int64(xs[1], nil)
+	if err1 != nil || err2 != nil {
+		return grant{}, fmt.Errorf("acquire: unexpected reply %v", v)
 	}
-	return grant{pttl: time.Duration(xs[1]) * time.Millisecond}, nil
+	if ok == 1 {
+		return grant{ok: true, counter: num}, nil
+	}
+	g := grant{pttl: time.Duration(num) * time.Millisecond}
+	if len(xs) > 2 {
+		g.holder, _ = redis.String(xs[2], nil)
+	}
+	return g, nil
 }
 
 func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.extend, r.argv.get(n.scripts.extend, func() []any {
-		return []any{r.key, fenceKey(r.key), r.token, ms(r.ttl), r.owner, ms(r.keep)}
+		return []any{r.key, r.token, ms(r.ttl), r.owner}
 	})))
 	return v == 1, err
 }
@@ -152,7 +162,7 @@ func (n *redisNode) release(ctx context.Context, r request) (released, error) {
 
 func (n *redisNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.fence,
-		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.keep))))
+		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.ttl+r.keep))))
 	return v == 1, err
 }
 

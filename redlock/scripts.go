@@ -49,7 +49,7 @@ func loadScripts() scriptSet {
 	}
 	return scriptSet{
 		acquire: mk("acquire", 4),
-		extend:  mk("extend", 2),
+		extend:  mk("extend", 1),
 		release: mk("release", 2),
 		fence:   mk("fence", 3),
 		inspect: mk("inspect", 3),

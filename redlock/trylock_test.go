@@ -260,27 +260,73 @@ func TestLock_OutageIsNotASplitVote(t *testing.T) {
 	assert.LessOrEqual(t, n, 12, "about one attempt per 100ms of backoff")
 }
 
-// Contenders that split the masters retry soon, with jitter, not after the
-// backoff; an outage or a holder with a possible quorum is no split.
+// After a split vote every contender that heard from every master agrees on
+// the winner: the most votes, ties to the smaller token. The winner keeps its
+// grants and asks the other masters again; the others yield and wait. With
+// a master silent, nobody can know the winner: all retry soon, with jitter.
+// An outage, or a holder with a possible quorum, is no split.
 func TestAttempt_SplitVote(t *testing.T) {
-	for _, tc := range []struct {
-		modes []behaviour
-		split bool
-	}{
-		{[]behaviour{healthy, healthy, foreign, foreign, broken}, true},   // 2 | 2, one master down
-		{[]behaviour{healthy, foreign, foreign, healthy, healthy}, false}, // we won
-		{[]behaviour{healthy, healthy, foreign, foreign, foreign}, false}, // another may hold a quorum
-		{[]behaviour{healthy, healthy, broken, broken, broken}, false},    // an outage
-		{[]behaviour{healthy, foreign, broken, broken, broken}, false},    // too few answered for any quorum
+	type tc struct {
+		name   string
+		modes  []behaviour
+		others []string // the holders the foreign masters report
+		token  string
+		split  bool
+		rounds int // acquires sent to master 0
+	}
+	for _, tc := range []tc{
+		{"won on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "a", true, 1 + maxKeepRounds},
+		{"won on the count", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "c", "d"}, "z", true, 1 + maxKeepRounds},
+		{"lost on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "z", false, 1},
+		{"lost on the count", []behaviour{healthy, foreign, foreign, foreign, foreign}, []string{"", "b", "b", "c", "c"}, "a", false, 1},
+		{"seen in part", []behaviour{healthy, healthy, foreign, foreign, broken}, []string{"", "", "b", "c", ""}, "a", true, 1},
+		{"we won outright", []behaviour{healthy, foreign, foreign, healthy, healthy}, nil, "a", false, 1},
+		{"another may hold a quorum", []behaviour{healthy, healthy, foreign, foreign, foreign}, nil, "a", false, 1},
+		{"an outage", []behaviour{healthy, healthy, broken, broken, broken}, nil, "a", false, 1},
+		{"too few answered for any quorum", []behaviour{healthy, foreign, broken, broken, broken}, nil, "a", false, 1},
 	} {
-		t.Run(fmt.Sprint(tc.modes), func(t *testing.T) {
-			c, _, _ := newFakeClient(t, tc.modes, WithRestartGuard(0))
-			res := c.attempt(context.Background(), "k", time.Second, lockOptions{})
+		t.Run(tc.name, func(t *testing.T) {
+			c, fakes, clk := newFakeClient(t, tc.modes, WithRestartGuard(0),
+				WithTokenGenerator(func() (string, error) { return tc.token, nil }))
+			for i, o := range tc.others {
+				fakes[i].other = o
+			}
+			done := make(chan struct{})
+			var res outcome
+			go func() { res = c.attempt(context.Background(), "k", time.Second, lockOptions{}); close(done) }()
+			drive(t, clk, fakes, time.Millisecond, done)
 			if res.lock != nil {
 				assert.False(t, tc.split)
 				return
 			}
 			assert.Equal(t, tc.split, res.split)
+			assert.Len(t, fakes[0].callsOf("acquire"), tc.rounds)
 		})
 	}
+}
+
+// A roll-back that cannot reach a master is tried again until it does: the
+// master may be starting, with the failed attempt's acquire still on its way.
+func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, []behaviour{hang, foreign, foreign, foreign, healthy}, WithRestartGuard(0))
+	done := make(chan struct{})
+	var err error
+	go func() { _, err = c.TryLock(context.Background(), "k", 10*time.Second); close(done) }()
+	require.Eventually(t, func() bool { return len(fakes[0].callsOf("acquire")) == 1 }, 5*time.Second, 100*time.Microsecond)
+	fakes[0].setMode(broken) // the acquire is on its way; the master refuses what follows
+	drive(t, clk, fakes, c.nodeTimeout(10*time.Second), done)
+	require.ErrorIs(t, err, ErrNotObtained)
+	token := fakes[0].callsOf("acquire")[0]
+	require.True(t, fakes[0].holdsToken("k", token), "the late acquire landed")
+	failed := len(fakes[0].callsOf("release"))
+	require.GreaterOrEqual(t, failed, 1, "the roll-back tried while the master refused")
+
+	fakes[0].setMode(healthy)
+	assert.Eventually(t, func() bool {
+		if settled(fakes) && clk.Timers() > 0 {
+			clk.Advance(time.Second) // the retry's backoff
+		}
+		return !fakes[0].holdsToken("k", token)
+	}, 5*time.Second, time.Millisecond, "the retried roll-back cleared the master")
+	assert.Greater(t, len(fakes[0].callsOf("release")), failed)
 }

@@ -3,44 +3,51 @@
 -- KEYS[4] this attempt's tombstone
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
 -- ARGV[3] owner of a reentrant lock or '' for a plain one,
--- ARGV[4] how long the counter outlives the lock, in ms.
--- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder}
--- when it does not.
+-- ARGV[4] how long a new fencing counter is kept, in ms.
+-- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder,
+-- the holder} when it does not (PTTL -3 when the attempt was already rolled
+-- back here). The holder is the token of a plain lock, "owner:<owner>" of a
+-- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, ttl, owner, keep = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-if redis.call('EXISTS', void) == 1 then
-  -- The attempt was rolled back before this request arrived: it must not land.
-  return {0, -3}
+local token, ttl, owner, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+-- voided: the attempt was rolled back before this request arrived, so it
+-- must not land. Checked only where the request would change something.
+local function voided()
+  return redis.call('EXISTS', void) == 1
 end
-local kind = redis.call('TYPE', lock).ok
-if kind == 'none' then
-  if owner == '' then
-    redis.call('SET', lock, token, 'PX', ttl)
-  else
-    redis.call('HSET', lock, 'owner', owner, 'hold:' .. token, 1)
-    redis.call('PEXPIRE', lock, ttl)
-  end
-  -- Every grant moves the counter on. A dropped counter restarts above the
-  -- floor, which is at least every fence this node has ever counted.
-  local c = redis.call('INCR', ckey)
-  local f = floorOf(floor)
-  if c <= f then
-    c = f + 1
-    redis.call('SET', ckey, int(c))
-  end
-  redis.call('SET', floor, int(c))
-  redis.call('PEXPIRE', ckey, ttl + keep)
-  return {1, c}
-end
+
 if owner == '' then
+  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+    if voided() then
+      redis.call('DEL', lock)
+      return {0, -3}
+    end
+    return {1, bump(ckey, floor, keep)}
+  end
   -- A retried request that already took effect here.
-  if kind == 'string' and redis.call('GET', lock) == token then
+  local v = redis.pcall('GET', lock)
+  if v == token then
     return {1, counter(ckey, floor)}
   end
-elseif kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
+  if type(v) ~= 'string' then v = '?' end
+  return {0, redis.call('PTTL', lock), v}
+end
+
+local kind = redis.call('TYPE', lock).ok
+if kind == 'none' then
+  if voided() then return {0, -3} end
+  redis.call('HSET', lock, 'owner', owner, 'hold:' .. token, 1)
+  redis.call('PEXPIRE', lock, ttl)
+  return {1, bump(ckey, floor, keep)}
+end
+if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
+  if voided() then return {0, -3} end
   redis.call('HSET', lock, 'hold:' .. token, 1)
-  if redis.call('PTTL', lock) < ttl then redis.call('PEXPIRE', lock, ttl) end
-  redis.call('PEXPIRE', ckey, ttl + keep)
+  if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
   return {1, counter(ckey, floor)}
 end
-return {0, redis.call('PTTL', lock)}
+local holder = '?'
+if kind == 'hash' then holder = 'owner:' .. (redis.call('HGET', lock, 'owner') or '?') end
+if kind == 'string' then holder = redis.call('GET', lock) end
+return {0, redis.call('PTTL', lock), holder}

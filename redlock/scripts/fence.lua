@@ -2,15 +2,16 @@
 -- so that every later quorum, which overlaps this one, counts past it.
 -- KEYS[1] lock, KEYS[2] its fencing counter, KEYS[3] the node's fence floor
 -- ARGV[1] token, ARGV[2] owner or '', ARGV[3] fence,
--- ARGV[4] how long the counter outlives the lock, in ms.
+-- ARGV[4] how long a new fencing counter is kept, in ms.
 -- Returns 1 when done, 0 when this node does not hold the token.
 local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
-local token, owner, fence, keep = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local token, owner, fence, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if not held(lock, token, owner) then return 0 end
-if tonumber(redis.call('GET', ckey) or 0) < fence then
-  redis.call('SET', ckey, ARGV[3], 'PX', math.max(redis.call('PTTL', lock), 1) + keep)
+local c = redis.call('GET', ckey)
+if not c then
+  redis.call('SET', ckey, fence, 'PX', keep)
+elseif tonumber(c) < tonumber(fence) then
+  redis.call('SET', ckey, fence, 'KEEPTTL')
 end
-if tonumber(redis.call('GET', floor) or 0) < fence then
-  redis.call('SET', floor, ARGV[3])
-end
+raiseFloor(floor, fence)
 return 1

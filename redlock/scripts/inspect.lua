@@ -13,5 +13,5 @@ elseif kind == 'hash' and redis.call('HEXISTS', lock, 'owner') == 1 then
 elseif kind ~= 'none' then
   holder = '?' .. kind
 end
-local c = redis.call('GET', ckey) or redis.call('GET', floor) or '0'
+local c = redis.call('GET', ckey) or redis.call('ZSCORE', floor, 'floor') or '0'
 return {holder, holds, redis.call('PTTL', lock), tonumber(c)}

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkAcquireRelease times one client's acquire+release, one after
+// another, on five healthy masters: on a new key each time, and on the same
+// key. Compare the lib= columns with benchstat -col /lib.
+func BenchmarkAcquireRelease(b *testing.B) {
+	cl := startCluster(b)
+	cs := contenders(b, cl.addrs)
+	for _, c := range cs {
+		warmUp(b, c, "warm:"+c.Name)
+	}
+	for _, k := range []string{"distinct", "same"} {
+		for _, c := range cs {
+			b.Run("keys="+k+"/lib="+c.Name, func(b *testing.B) {
+				keys := SameKey("bench:same:" + c.Name)
+				if k == "distinct" {
+					keys = DistinctKeys("bench:distinct:"+c.Name, 1<<16)
+				}
+				benchSequential(b, c, keys)
+			})
+		}
+	}
+}
+
+// BenchmarkSlowMaster is BenchmarkAcquireRelease on new keys with one of
+// the five masters answering 20 ms late, through a delaying proxy.
+func BenchmarkSlowMaster(b *testing.B) {
+	cl := startCluster(b)
+	for _, c := range contenders(b, cl.slow) {
+		warmUp(b, c, "warm:"+c.Name)
+		b.Run("lib="+c.Name, func(b *testing.B) {
+			benchSequential(b, c, DistinctKeys("bench:slow:"+c.Name, 1<<16))
+		})
+	}
+}
+
+func benchSequential(b *testing.B, l Locker, keys Keys) {
+	ctx := context.Background()
+	h := new(Histogram)
+	n, errs := 0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := AcquireRelease(ctx, l, keys.At(n)); err != nil {
+			errs++
+		}
+		h.Record(time.Since(t0))
+		n++
+	}
+	b.ReportMetric(micros(h.Quantile(0.5)), "p50-µs")
+	b.ReportMetric(micros(h.Quantile(0.99)), "p99-µs")
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "ops/s")
+	b.ReportMetric(float64(errs)/float64(max(n, 1)), "errors/op")
+}
+
+// BenchmarkContention runs 8 goroutines contending for one key with no
+// hold time; an op is one critical section.
+func BenchmarkContention(b *testing.B) {
+	cl := startCluster(b)
+	o := NewObserver("", time.Now(), libScripts(b).acquire)
+	for _, v := range contentionVariants(b, cl.addrs, o) {
+		runs := 0
+		b.Run("lib="+v.name, func(b *testing.B) {
+			runs++
+			key := fmt.Sprintf("bench:contend:%s:%d", v.name, runs)
+			base := time.Now()
+			o.Reset(key, base)
+			b.ReportAllocs()
+			b.ResetTimer()
+			r, err := RunContention(context.Background(), ContentionConfig{
+				Key: key, Waiters: v.waiters, Duration: 2 * time.Minute, MaxLocks: b.N,
+				Quorum: quorum, Observer: o, Base: base,
+			})
+			b.StopTimer()
+			require.NoError(b, err)
+			require.Zero(b, r.Overlaps, "mutual exclusion broken")
+			b.ReportMetric(r.Throughput(), "locks/s")
+			b.ReportMetric(micros(r.Handoff.Quantile(0.5)), "handoff-p50-µs")
+			b.ReportMetric(millis(r.MaxWait), "max-wait-ms")
+			b.ReportMetric(100*r.MaxShare(), "max-share-%")
+			b.ReportMetric(float64(r.Attempts)/float64(max(r.Locks, 1)), "attempts/lock")
+			b.ReportMetric(float64(r.Splits)/float64(max(r.Locks, 1)), "splits/lock")
+		})
+	}
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

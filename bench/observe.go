@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// Observer counts the votes of every lock attempt on one key, for any
+// contender, by watching the acquire commands on the wire: redsync's and the
+// floor's SET key token NX PX, and quorumlock's acquire script. Each attempt
+// has its own token, so votes are grouped by token; stragglers that answer
+// after the attempt returned are counted too.
+//
+// Watching the commands rather than the library's Lock gives the same
+// measure for every contender, and sees the attempts Lock makes inside.
+// The cost is a map update under a mutex per acquire command, the same for
+// every contender; latency scenarios do not use it.
+type Observer struct {
+	w       atomic.Pointer[watch]
+	scripts map[string]bool // acquire scripts: source and SHA1 of each; read-only
+
+	mu       sync.Mutex
+	attempts map[string]*Attempt
+	dropped  int
+}
+
+// watch is what an Observer watches: a key, and its clock's origin.
+type watch struct {
+	key  string
+	base time.Time
+}
+
+// Attempt is one acquisition attempt as the masters answered it.
+type Attempt struct {
+	Start time.Duration // first acquire command sent, since the observer's base
+	Yes   int           // masters that granted it
+	No    int           // masters that refused it (held by someone else)
+	Err   int           // masters that failed or timed out
+}
+
+// maxAttempts bounds the observer's memory; attempts beyond it are counted
+// in Dropped only.
+const maxAttempts = 1 << 20
+
+// NewObserver watches attempts on key, timing them from base (the
+// contention harness's clock). acquireScripts are the sources of the Lua
+// scripts that acquire (quorumlock's, as the library sends it); a call of one
+// of them, by EVALSHA or EVAL, whose first key is the observed key is an
+// attempt, and its first argument is the attempt's token. SET key token NX
+// is always one.
+func NewObserver(key string, base time.Time, acquireScripts ...string) *Observer {
+	o := &Observer{attempts: map[string]*Attempt{}, scripts: map[string]bool{}}
+	for _, src := range acquireScripts {
+		o.scripts[src] = true
+		o.scripts[newScript(src, 0).sha] = true
+	}
+	o.w.Store(&watch{key: key, base: base})
+	return o
+}
+
+// Reset forgets every attempt and watches key from now on, timing it from
+// base.
+func (o *Observer) Reset(key string, base time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.w.Store(&watch{key: key, base: base})
+	o.attempts = map[string]*Attempt{}
+	o.dropped = 0
+}
+
+// Attempts returns every attempt seen, in order of start.
+func (o *Observer) Attempts() []Attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]Attempt, 0, len(o.attempts))
+	for _, a := range o.attempts {
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b Attempt) int { return int(a.Start - b.Start) })
+	return out
+}
+
+// Dropped returns how many attempts were not kept because of the bound.
+func (o *Observer) Dropped() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.dropped
+}
+
+// acquireToken recognises an acquire command on the observed key and
+// returns its token.
+func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
+	key := o.w.Load().key
+	switch cmd {
+	case "SET":
+		if len(args) >= 3 && args[0] == key && args[2] == "NX" {
+			t, ok := args[1].(string)
+			return t, ok
+		}
+	case "EVALSHA", "EVAL":
+		// script, number of keys, keys, then arguments: the token first.
+		if len(args) < 3 || args[2] != key {
+			return "", false
+		}
+		script, ok := args[0].(string)
+		if !ok || !o.scripts[script] {
+			return "", false
+		}
+		n, ok := args[1].(int)
+		if !ok || n < 1 || len(args) <= 2+n {
+			return "", false
+		}
+		t, ok := args[2+n].(string)
+		return t, ok
+	}
+	return "", false
+}
+
+// sent notes an acquire command going out.
+func (o *Observer) sent(token string) {
+	now := time.Since(o.w.Load().base)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.attempts[token] != nil {
+		return
+	}
+	if len(o.attempts) >= maxAttempts {
+		o.dropped++
+		return
+	}
+	o.attempts[token] = &Attempt{Start: now}
+}
+
+// answered notes a master's reply to an acquire command.
+func (o *Observer) answered(token string, reply any, err error) {
+	yes, no := false, false
+	switch r := reply.(type) {
+	case string: // SET: +OK
+		yes = err == nil && r == "OK"
+	case []any: // quorumlock's acquire: {1, fence} or {0, holder's PTTL, holder}
+		if len(r) >= 2 {
+			yes, no = r[0] == int64(1), r[0] == int64(0)
+		}
+	case nil: // SET NX on a held key
+		no = err == nil
+	}
+	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+		return // the client sends the script's source next
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[token]
+	if a == nil {
+		return
+	}
+	switch {
+	case yes:
+		a.Yes++
+	case no:
+		a.No++
+	default:
+		a.Err++
+	}
+}
+
+// observedConn is a redigo connection that reports acquire commands.
+type observedConn struct {
+	redis.Conn
+	o *Observer
+}
+
+var _ redis.ConnWithTimeout = observedConn{}
+
+func (c observedConn) Do(cmd string, args ...any) (any, error) {
+	token, ok := c.o.acquireToken(cmd, args)
+	if ok {
+		c.o.sent(token)
+	}
+	r, err := c.Conn.Do(cmd, args...)
+	if ok {
+		c.o.answered(token, r, err)
+	}
+	return r, err
+}
+
+func (c observedConn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	token, ok := c.o.acquireToken(cmd, args)
+	if ok {
+		c.o.sent(token)
+	}
+	r, err := redis.DoWithTimeout(c.Conn, d, cmd, args...)
+	if ok {
+		c.o.answered(token, r, err)
+	}
+	return r, err
+}
+
+func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
+	return redis.ReceiveWithTimeout(c.Conn, d)
+}
+
+// ObservedPool is a quorumlock pool.Pool whose connections report acquire
+// commands to an Observer. It keeps the wrapped pool's pub/sub dialling, so
+// release announcements still work.
+type ObservedPool struct {
+	P *pool.Redis
+	O *Observer
+}
+
+var (
+	_ pool.Pool        = ObservedPool{}
+	_ pool.Dialer      = ObservedPool{}
+	_ pool.DialCounter = ObservedPool{}
+)
+
+// Get returns an observed connection.
+func (p ObservedPool) Get(ctx context.Context) (redis.Conn, error) {
+	c, err := p.P.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return observedConn{Conn: c, o: p.O}, nil
+}
+
+// Addr returns the master's address.
+func (p ObservedPool) Addr() string { return p.P.Addr() }
+
+// Close closes the wrapped pool.
+func (p ObservedPool) Close() error { return p.P.Close() }
+
+// Dial opens an unobserved connection for pub/sub.
+func (p ObservedPool) Dial(ctx context.Context) (redis.Conn, error) { return p.P.Dial(ctx) }
+
+// Dials returns the wrapped pool's dial count.
+func (p ObservedPool) Dials() uint64 { return p.P.Dials() }
+
+// ObservedRedigoPool is a redigo pool, as redsync's adapter takes it, whose
+// connections report acquire commands to an Observer.
+type ObservedRedigoPool struct {
+	P *redis.Pool
+	O *Observer
+}
+
+var _ RedigoPool = ObservedRedigoPool{}
+
+// Get returns an observed connection.
+func (p ObservedRedigoPool) Get() redis.Conn { return observedConn{Conn: p.P.Get(), o: p.O} }
+
+// GetContext returns an observed connection.
+func (p ObservedRedigoPool) GetContext(ctx context.Context) (redis.Conn, error) {
+	c, err := p.P.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return observedConn{Conn: c, o: p.O}, nil
+}

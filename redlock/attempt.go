@@ -1,0 +1,373 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/quorumlock"
+)
+
+// maxKeepRounds bounds how often the winner of a split vote asks the masters
+// again before it gives up and rolls back.
+const maxKeepRounds = 3
+
+// outcome is the result of one attempt.
+type outcome struct {
+	lock  *Lock
+	err   error
+	hint  time.Duration // when the holder's keys will have expired on enough masters; 0 if unknown
+	split bool          // nobody holds a quorum: retry soon, with jitter
+}
+
+// round is one fan-out of the acquire script with the attempt's token.
+// Its per-master slots are written by the fan-out's goroutines; read them
+// only for a master whose res.Done(i) is closed.
+type round struct {
+	res     *quorumlock.Result
+	grants  []grant
+	refused []bool
+	votes   []quorumlock.Vote
+	failed  []bool
+}
+
+// roundTally counts what every master that has answered said.
+type roundTally struct{ yes, abstained, refused, failed, silent int }
+
+func (r round) tally() roundTally {
+	var t roundTally
+	for i := range r.grants {
+		select {
+		case <-r.res.Done(i):
+		default:
+			t.silent++
+			continue
+		}
+		switch {
+		case r.failed[i]:
+			t.failed++
+		case r.refused[i]:
+			t.refused++
+		case r.votes[i] == quorumlock.Yes:
+			t.yes++
+		default:
+			t.abstained++
+		}
+	}
+	return t
+}
+
+// hearOut waits, at most d, for masters still silent after a round that
+// failed with some votes: a split vote can be judged only on every answer.
+func (c *Client) hearOut(r round, d time.Duration) {
+	t := c.o.clock.NewTimer(d)
+	defer t.Stop()
+	for i := range r.grants {
+		select {
+		case <-r.res.Done(i):
+		case <-t.C():
+			return
+		}
+	}
+}
+
+// attempt runs the algorithm once: fan the acquire out to every master, stop
+// at quorum, settle the fence, check the validity, and on failure roll back
+// everywhere the token may have landed.
+//
+// When contenders split the votes, the one with the most (ties to the
+// smaller token) keeps its grants and asks the other masters again a moment
+// later, as the others roll back and wait for its release: a split is
+// resolved in a round trip or two rather than by jitter alone. The validity
+// still counts from the first round.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo lockOptions) outcome {
+	token, err := c.token()
+	if err != nil {
+		return outcome{err: err}
+	}
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}.withArgv()
+	c.noteTTL(ttl)
+	window := c.guardWindow()
+	timeout := c.nodeTimeout(ttl)
+
+	start := c.o.clock.Now()
+	var rounds []round
+	kept := false
+	for {
+		r, err := c.acquireRound(ctx, req, window, timeout)
+		if err != nil {
+			return outcome{err: err}
+		}
+		rounds = append(rounds, r)
+		if !r.res.OK() && len(r.res.Yes) > 0 {
+			c.hearOut(r, timeout/5)
+		}
+		if r.res.OK() || len(rounds) > maxKeepRounds || !c.keeps(r, token) ||
+			quorumlock.Validity(ttl, c.o.clock.Since(start)+timeout, c.o.drift) <= 0 {
+			break
+		}
+		kept = true
+		if !c.sleep(ctx, time.Duration(len(rounds))*max(timeout/50, 500*time.Microsecond)) {
+			break
+		}
+	}
+	last := rounds[len(rounds)-1]
+	res, grants := last.res, last.grants
+
+	var fence int64
+	ok := res.OK()
+	var fenceErr error
+	if ok {
+		fence, fenceErr = c.settleFence(ctx, req, res, grants, timeout)
+		ok = fenceErr == nil
+	}
+	elapsed := c.o.clock.Since(start)
+	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
+	if ok && validity > 0 {
+		until := start.Add(ttl - c.o.drift.Reserve(ttl))
+		return outcome{lock: c.newLock(req, lo, fence, until, rounds, grants)}
+	}
+	c.rollback(req, rounds, timeout, start.Add(ttl))
+
+	out := outcome{hint: c.expiryHint(last)}
+	t := last.tally()
+	granted := t.yes + t.abstained
+	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum
+	switch {
+	case kept || c.keeps(last, token):
+		// This attempt won the split but the others' masters did not come
+		// free in time; they have rolled back: try again soon.
+		out.split = true
+	case split && granted+t.refused < len(c.nodes):
+		// A split seen only in part: nobody can know the winner, so all
+		// roll back and retry soon, spread by jitter.
+		out.split = true
+	case split:
+		// A split this attempt lost: the winner keeps its grants and asks
+		// again; wait for its release, or the backoff.
+	}
+	out.err = c.notObtained(key, last, fenceErr, ok, elapsed, validity, timeout)
+	return out
+}
+
+// acquireRound fans the acquire script out once.
+func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration) (round, error) {
+	n := len(c.nodes)
+	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n)}
+	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
+		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+			g, err := c.nodes[i].acquire(ctx, req)
+			if err != nil {
+				r.failed[i] = true
+				return quorumlock.No, c.nodeErr(i, err)
+			}
+			r.grants[i] = g
+			if !g.ok {
+				r.refused[i] = true
+				return quorumlock.No, c.nodeErr(i, heldFor(g.pttl))
+			}
+			r.votes[i] = c.vote(i, window)
+			return r.votes[i], nil
+		})
+	r.res = res
+	return r, err
+}
+
+// keeps decides whether this attempt won a split vote: every master
+// answered, some for it and the rest for other tokens, none of which has as
+// many votes (a tie goes to the smaller token). Each master holds one token,
+// so every contender that heard from every master sees the same counts and
+// reaches the same verdict. With a master silent, failing or in quarantine,
+// nobody keeps.
+func (c *Client) keeps(r round, token string) bool {
+	t := r.tally()
+	if t.yes == 0 || t.yes+t.refused != len(c.nodes) {
+		return false
+	}
+	votes := map[string]int{}
+	for i := range r.grants {
+		if r.refused[i] { // every master has answered: the slots are in
+			votes[r.grants[i].holder]++
+		}
+	}
+	for holder, v := range votes {
+		if holder == "?" || v > t.yes || (v == t.yes && holder < token) {
+			return false
+		}
+	}
+	return true
+}
+
+// sleep waits d on the client's clock. It reports false if ctx ended first.
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	t := c.o.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// notObtained explains a failed attempt.
+func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool, elapsed, validity, timeout time.Duration) error {
+	res := last.res
+	var why string
+	switch {
+	case fenceErr != nil:
+		why = fenceErr.Error()
+	case quorum || res.OK():
+		why = fmt.Sprintf("a quorum agreed but the attempt took %v, leaving validity %v", elapsed, validity)
+	default:
+		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
+		if len(res.Abstained) > 0 {
+			why += fmt.Sprintf(", %d more in restart quarantine", len(res.Abstained))
+		}
+		switch {
+		case len(res.Pending) > 0 && elapsed >= timeout:
+			why += fmt.Sprintf(", %d gave no reply within %v", len(res.Pending), timeout)
+		case len(res.Pending) > 0:
+			why += fmt.Sprintf(", %d had not answered when the quorum was out of reach", len(res.Pending))
+		}
+	}
+	if res.Err != nil {
+		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err)
+	}
+	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
+}
+
+// rollback deletes the attempt's token on every master it may have reached
+// in any round: those that said yes or abstained, those that failed, and
+// those still outstanding, each once all its acquires have returned, so a
+// late yes is undone too. Where the token is not found, a tombstone for it
+// stays for one TTL, so that an acquire still in the network cannot land
+// afterwards. A roll-back announces nothing: the lock was never held.
+//
+// A master the roll-back cannot reach (it may be starting, with the
+// acquire delayed on its way) is tried again, backing off, until it
+// answers or the attempt's TTL has passed (until): after that, a late
+// acquire leaves nothing that would not expire by itself. The caller waits
+// up to one node timeout; the rest runs in the background and Close stops
+// and waits for it.
+func (c *Client) rollback(req request, rounds []round, timeout time.Duration, until time.Time) {
+	var targets []int
+	for i := range c.nodes {
+		if !refusedThroughout(rounds, i) {
+			targets = append(targets, i)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	req = req.withArgv()
+	req.rollback = true
+	finished := make(chan struct{}, len(targets))
+	for _, i := range targets {
+		c.bg.Add(1)
+		go func() {
+			defer c.bg.Done()
+			for _, r := range rounds {
+				<-r.res.Done(i)
+			}
+			if refusedThroughout(rounds, i) { // stragglers that turned out to be refusals
+				finished <- struct{}{}
+				return
+			}
+			c.rollbackOn(i, req, timeout, until, finished)
+		}()
+	}
+	t := c.o.clock.NewTimer(timeout)
+	defer t.Stop()
+	for range targets {
+		select {
+		case <-finished:
+		case <-t.C():
+			return
+		}
+	}
+}
+
+// rollbackOn rolls the attempt back on master i, trying again until it
+// answers, the attempt's TTL has passed, or the client closes. It reports
+// on finished after the first try.
+func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- struct{}) {
+	wait := timeout
+	for try := 0; ; try++ {
+		ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+		_, err := c.nodes[i].release(ctx, req)
+		cancel()
+		if try == 0 {
+			finished <- struct{}{}
+		}
+		if err == nil {
+			return
+		}
+		if !c.o.clock.Now().Add(wait).Before(until) {
+			c.o.logger.Debug("redlock: rollback failed; the key expires with its TTL",
+				"addr", c.nodes[i].addr(), "key", req.key, "tries", try+1, "err", err)
+			return
+		}
+		t := c.o.clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-c.closing:
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// refusedThroughout reports whether master i answered a refusal in every
+// round. It reads a round's answer only once it is in.
+func refusedThroughout(rounds []round, i int) bool {
+	for _, r := range rounds {
+		select {
+		case <-r.res.Done(i):
+		default:
+			return false
+		}
+		if !r.refused[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// expiryHint estimates when enough masters will be free for a quorum: just
+// after the k-th soonest expiry among the refusing masters, where k is how
+// many more free masters are needed. 0 means no estimate.
+func (c *Client) expiryHint(r round) time.Duration {
+	var ttls []time.Duration
+	for _, i := range r.res.No { // answered before the decision: the slots are in
+		if r.refused[i] {
+			switch d := r.grants[i].pttl; {
+			case d >= 0:
+				ttls = append(ttls, d)
+			case d == -2*time.Millisecond: // gone since: free now
+				ttls = append(ttls, 0)
+			default: // a key without a TTL: no estimate
+				ttls = append(ttls, math.MaxInt64)
+			}
+		}
+	}
+	k := c.quorum - (len(c.nodes) - len(ttls))
+	if k <= 0 || k > len(ttls) {
+		return 0
+	}
+	slices.Sort(ttls)
+	if d := ttls[k-1]; d != math.MaxInt64 {
+		return d + time.Millisecond
+	}
+	return 0
+}
+
+func heldFor(pttl time.Duration) error {
+	if pttl > 0 {
+		return fmt.Errorf("%w (expires in %v)", ErrHeld, pttl)
+	}
+	return ErrHeld
+}
