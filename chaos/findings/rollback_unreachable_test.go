@@ -16,19 +16,19 @@ import (
 )
 
 // TestTryLock_AcquireDelayedPastAnUnreachableRollback_LeavesNoToken is the
-// case the roll-back tombstones do not cover, and the one the docker
-// backend keeps showing in scenarios 03 and 04c: while a master starts, an
+// case the roll-back tombstones alone did not cover, and the one the docker
+// backend kept showing in scenarios 03 and 04c: while a master starts, an
 // acquire sent to it is delayed (its connection's SYN is retransmitted a
 // second later) and the roll-back sent a moment later is refused (nothing
-// listens yet). The roll-back gives up, so no tombstone is left; the
-// acquire lands afterwards and the master keeps the failed attempt's token
-// for the whole TTL, after the fault has healed.
+// listens yet). A roll-back that gave up there left no tombstone, the
+// acquire landed afterwards, and the master kept the failed attempt's token
+// for a whole TTL after it came back. Since 1d0a649 a roll-back that cannot
+// reach a master keeps trying until the attempt's TTL has passed.
 //
 // Here one segment (the acquire to n0) is held back 1.2s, and every new
 // connection to n0 is reset for the first 600ms, which covers the
-// roll-back and its retries.
+// roll-back's first tries.
 func TestTryLock_AcquireDelayedPastAnUnreachableRollback_LeavesNoToken(t *testing.T) {
-	requireUnfixed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	servers := redistest.Start(t, 3, redistest.Ephemeral)

@@ -70,10 +70,6 @@ func safe(r *Result) []string {
 	return join(exclusive(r), fenced(r), recovered(r))
 }
 
-// live wants C4's liveness half only.
-func live(r *Result) []string {
-	return want(r.Live.OK, "C4: a new client did not get the lock within %v: %v", r.Live.Bound, r.Live.Err)
-}
 
 func join(lists ...[]string) []string {
 	var out []string

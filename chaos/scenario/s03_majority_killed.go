@@ -28,15 +28,6 @@ func majorityKilled() *Scenario {
 			return err
 		}
 		e.Mark("restarting")
-		// The clients wait while the masters start: an attempt made while a
-		// master is half up can land there after its roll-back gave up, a
-		// library defect that findings/rollback_unreachable_test.go shows
-		// on its own. C4 here checks the attempts made while the majority
-		// was down.
-		if err := e.Workload.HoldOff(ctx); err != nil {
-			return err
-		}
-		defer e.Workload.Resume()
 		for _, n := range []int{0, 1, 2} {
 			if err := e.Cluster.Start(ctx, n, s.Persistence); err != nil {
 				return err

@@ -127,10 +127,7 @@ func restart(v restartVariant) *Scenario {
 		if !v.guard && !v.delayed && v.persistence == cluster.Ephemeral {
 			return want(len(r.C1) > 0, "negative control: C1 found no double holder, so it cannot be shown to fail")
 		}
-		// C4's residue half is reported, not asserted, here: an attempt
-		// made while n0 starts can land there after its roll-back gave up
-		// (findings/rollback_unreachable_test.go).
-		return join(exclusive(r), fenced(r), live(r))
+		return safe(r)
 	}
 	return s
 }
