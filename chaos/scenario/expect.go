@@ -70,7 +70,6 @@ func safe(r *Result) []string {
 	return join(exclusive(r), fenced(r), recovered(r))
 }
 
-
 func join(lists ...[]string) []string {
 	var out []string
 	for _, l := range lists {
