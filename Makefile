@@ -3,9 +3,9 @@ GO      ?= go
 # Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
 MODULES := chaos bench
 
-.PHONY: test lint unit chaos bench bench-report
+.PHONY: test lint unit benchtest chaos bench bench-report bench-report
 
-test: lint unit chaos
+test: lint unit benchtest chaos
 
 # gofmt, go vet and go mod tidiness over every module.
 lint:
@@ -16,6 +16,10 @@ lint:
 # The library, the command and their integration tests against real redis-server processes.
 unit:
 	$(GO) test -race -count=1 ./...
+
+# The comparison module's own tests (its harness, floor and proxy), not its benchmarks.
+benchtest:
+	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -count=1 ./...; fi
 
 # The chaos suite (its own module): see chaos/README.md. It runs every
 # scenario on the process backend and, when a Docker engine answers, on the
