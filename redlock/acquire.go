@@ -60,7 +60,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return a.lock, a.err
 		}
 	}
-	w := c.hub.join(key)
+	w := c.hub.join(key, ttl, lo)
 	acquired := false
 	defer func() { w.leave(acquired) }()
 	// Announcements are heard from here on, so an immediate retry closes
@@ -84,13 +84,32 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			// rollbacks are done. Retry at once, spread by a little jitter.
 			delay = rand.N(c.nodeTimeout(ttl)/10 + time.Millisecond)
 		}
-		if err := w.wait(ctx, delay); err != nil {
+		handed, err := w.wait(ctx, delay)
+		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err
 			}
 			return nil, errors.Join(ErrNotObtained, err, a.err)
 		}
+		if handed != nil {
+			acquired = true
+			return handed, nil
+		}
+		// A releaser may have claimed this waiter meanwhile: take what it
+		// hands over. A failed hand-over is followed by a plain release, so
+		// try at once.
+		for {
+			handed, claimed := w.begin()
+			if !claimed {
+				break
+			}
+			if handed != nil {
+				acquired = true
+				return handed, nil
+			}
+		}
 		a = c.attempt(ctx, key, ttl, lo)
+		w.end()
 		if a.err == nil {
 			acquired = true
 			return a.lock, nil

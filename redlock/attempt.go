@@ -87,7 +87,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if err != nil {
 		return outcome{err: err}
 	}
-	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}.withArgv()
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, from: lo.from}.withArgv()
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	timeout := c.nodeTimeout(ttl)

@@ -47,6 +47,8 @@ type fakeNode struct {
 	noRaise  bool          // raiseFence fails
 	other    string        // the holder a foreign master reports; "foreign" if empty
 	gate     chan struct{} // if set, a release waits for it, then fails on a done ctx as a pool would
+	fromGate chan struct{} // if set, a hand-over acquire waits for it
+	noFrom   bool          // a hand-over acquire fails
 	busy     int           // calls under way, not counting hung acquires
 }
 
@@ -166,6 +168,14 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
 	if mode != hang {
 		defer f.finish()
 	}
+	if r.from != "" {
+		if f.fromGate != nil {
+			<-f.fromGate
+		}
+		if f.noFrom {
+			return grant{}, errBroken
+		}
+	}
 	switch mode {
 	case foreign:
 		h := f.other
@@ -210,6 +220,11 @@ func (f *fakeNode) apply(r request) grant {
 		return grant{ok: true, counter: c}
 	}
 	switch {
+	case r.owner == "" && r.from != "" && k.owner == "" && k.token == r.from:
+		k.token, k.until = r.token, now.Add(r.ttl)
+		f.counters[r.key]++
+		f.floor = max(f.floor, f.counters[r.key])
+		return grant{ok: true, counter: f.counters[r.key]}
 	case r.owner == "" && k.token == r.token:
 		return grant{ok: true, counter: f.counters[r.key]}
 	case r.owner != "" && k.owner == r.owner:
@@ -344,7 +359,10 @@ func drive(t *testing.T, clk *clock.Fake, fakes []*fakeNode, step time.Duration,
 		default:
 		}
 		if clk.Timers() > 0 && settled(fakes) {
-			time.Sleep(time.Millisecond) // let the answers reach the fan-out
+			// Let the answers reach the fan-out, whose goroutines still
+			// have to pass them on once the fakes are done; a loaded
+			// machine can hold them back for a while.
+			time.Sleep(2 * time.Millisecond)
 			if settled(fakes) {
 				clk.Advance(step)
 			}

@@ -38,14 +38,27 @@ type queue struct {
 	nconf     int
 	ready     chan struct{} // closed the first time need masters confirmed the subscription
 	readied   bool
+	streak    int // hand-overs in a row; see claim
 }
 
 type waiter struct {
 	h    *hub
 	q    *queue
+	ttl  time.Duration
+	lo   lockOptions
 	wake chan struct{} // a release was announced; buffered so none is missed
 	turn chan struct{} // closed when this waiter is first in line
+
+	// Guarded by h.mu. A waiter first in line that is not busy with an
+	// attempt of its own may be claimed by a releaser and handed the lock;
+	// the outcome comes on handed.
+	busy, claimed bool
+	handed        chan *Lock // buffered: nil means the hand-over failed, try again
 }
+
+// maxHandovers bounds how often a key passes straight between goroutines of
+// this client before a plain release gives other clients' waiters their turn.
+const maxHandovers = 8
 
 func newHub(c *Client) *hub {
 	h := &hub{c: c, queues: map[string]*queue{}, hopeless: make(chan struct{})}
@@ -58,9 +71,9 @@ func newHub(c *Client) *hub {
 	return h
 }
 
-// join queues a waiter for key and subscribes to its channel if nobody here
-// was waiting for it yet.
-func (h *hub) join(key string) *waiter {
+// join queues a waiter for key (wanting it for ttl, with lo) and subscribes
+// to its channel if nobody here was waiting for it yet.
+func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
@@ -78,7 +91,7 @@ func (h *hub) join(key string) *waiter {
 			s.subscribe(releaseChannel(key))
 		}
 	}
-	w := &waiter{h: h, q: q, wake: make(chan struct{}, 1), turn: make(chan struct{})}
+	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 {
 		close(w.turn)
@@ -137,28 +150,101 @@ func (w *waiter) poke() {
 	}
 }
 
-// wait blocks until this waiter is first in line and then until a release is
-// announced or delay has passed. It returns ctx's error, or ErrClosed.
-func (w *waiter) wait(ctx context.Context, delay time.Duration) error {
+// wait blocks until this waiter is first in line and then until a release
+// is announced, delay has passed, or a releaser of this client hands it the
+// lock. It returns the lock handed over, if any; ctx's error; or ErrClosed.
+func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	closing := w.h.c.closing
 	select {
 	case <-w.turn:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-closing:
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	t := w.h.c.o.clock.NewTimer(delay)
 	defer t.Stop()
 	select {
 	case <-w.wake:
 	case <-t.C():
+	case l := <-w.handed:
+		w.settle()
+		return l, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return w.giveUp(ctx, ctx.Err())
 	case <-closing:
-		return ErrClosed
+		return w.giveUp(ctx, ErrClosed)
 	}
-	return nil
+	return nil, nil
+}
+
+// begin marks the waiter busy with an attempt of its own, unless a releaser
+// has claimed it: then it waits for the hand-over under way, one round
+// bounded by the node timeout, and returns its outcome with claimed set.
+func (w *waiter) begin() (handed *Lock, claimed bool) {
+	w.h.mu.Lock()
+	if !w.claimed {
+		w.busy = true
+		w.h.mu.Unlock()
+		return nil, false
+	}
+	w.h.mu.Unlock()
+	l := <-w.handed
+	w.settle()
+	return l, true
+}
+
+// end marks the waiter's attempt over.
+func (w *waiter) end() {
+	w.h.mu.Lock()
+	w.busy = false
+	w.h.mu.Unlock()
+}
+
+// settle clears a claim whose outcome was taken.
+func (w *waiter) settle() {
+	w.h.mu.Lock()
+	w.claimed = false
+	w.h.mu.Unlock()
+}
+
+// giveUp ends the wait with err. A hand-over already under way to this
+// waiter is waited for, and the lock it brings is given back.
+func (w *waiter) giveUp(ctx context.Context, err error) (*Lock, error) {
+	w.h.mu.Lock()
+	claimed := w.claimed
+	w.h.mu.Unlock()
+	if claimed {
+		if l := <-w.handed; l != nil {
+			l.Release(context.WithoutCancel(ctx))
+		}
+		w.settle()
+	}
+	return nil, err
+}
+
+// claim picks the waiter a release of key may hand the lock to: the first
+// in line, not busy with an attempt, waiting for a plain lock. Goroutines of one client can
+// pass a key between them for ever; after maxHandovers in a row claim says
+// no, so that a plain release announces the key to other clients' waiters.
+func (h *hub) claim(key string) *waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if q == nil || len(q.waiters) == 0 {
+		return nil
+	}
+	w := q.waiters[0]
+	if w.busy || w.claimed || w.lo.owner != "" {
+		return nil
+	}
+	if q.streak >= maxHandovers {
+		q.streak = 0
+		return nil
+	}
+	q.streak++
+	w.claimed = true
+	return w
 }
 
 // leave takes the waiter out of line. If it was first and did not get the

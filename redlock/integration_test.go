@@ -346,13 +346,17 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	require.NoError(t, err)
 	inner, err := c.Lock(ctx, "r", time.Second, WithOwner("job-1"))
 	require.NoError(t, err, "the owner enters again at once")
+	both := 0 // Lock returns at quorum: a straggler may have only the outer hold yet
 	for _, s := range srv {
-		if n, _ := redis.Int(do(t, s, "HLEN", "r"), nil); n > 0 {
-			assert.Equal(t, 3, n, "owner field and two holds")
+		n, _ := redis.Int(do(t, s, "HLEN", "r"), nil)
+		assert.Contains(t, []int{2, 3}, n, "owner field and one or two holds")
+		if n == 3 {
+			both++
 		}
 		pttl, _ := redis.Int64(do(t, s, "PTTL", "r"), nil)
 		assert.Greater(t, pttl, int64(4000), "the shorter inner TTL never shortens the outer hold")
 	}
+	assert.GreaterOrEqual(t, both, 3, "a quorum holds both")
 	for _, opts := range [][]LockOption{{WithOwner("job-2")}, nil} {
 		_, err = c.TryLock(ctx, "r", time.Second, opts...)
 		require.ErrorIs(t, err, ErrNotObtained)

@@ -272,6 +272,10 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		wasLost = true
 	}
+	if !wasLost && l.handOver(ctx) {
+		l.end(releasedState, nil)
+		return nil
+	}
 	err := l.release(ctx)
 	switch {
 	case wasLost:
@@ -282,6 +286,28 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.end(lost, ErrLockLost)
 	}
 	return err
+}
+
+// handOver passes a plain lock straight to a goroutine of this client that
+// waits for it, in one round instead of a release and an acquire: on each
+// master the key goes from this token to the waiter's, never free in
+// between, under the rules of any acquisition (quorum, validity, fence,
+// roll-back). It reports whether the waiter now holds the lock; if not, the
+// waiter tries again by itself and this lock is released as usual.
+func (l *Lock) handOver(ctx context.Context) bool {
+	if l.req.owner != "" {
+		return false
+	}
+	c := l.c
+	w := c.hub.claim(l.req.key)
+	if w == nil {
+		return false
+	}
+	lo := w.lo
+	lo.from = l.req.token
+	a := c.attempt(ctx, l.req.key, w.ttl, lo)
+	w.handed <- a.lock
+	return a.lock != nil
 }
 
 func (l *Lock) release(ctx context.Context) error {

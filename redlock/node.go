@@ -23,6 +23,7 @@ type request struct {
 	ttl               time.Duration // for acquire and extend
 	keep              time.Duration // how long the fencing counter outlives the lock
 	rollback          bool          // a release that undoes a failed attempt
+	from              string        // an acquire that takes the key over from this plain lock's token
 	argv              *argvCache    // the script arguments, built once for all masters
 }
 
@@ -118,7 +119,7 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep)}
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
 	}))
 	if err != nil {
 		return grant{}, err

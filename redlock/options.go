@@ -157,6 +157,7 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
+	from       string // a hand-over: the token of the plain lock passed on
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds

@@ -3,13 +3,16 @@
 -- KEYS[4] this attempt's tombstone
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
 -- ARGV[3] owner of a reentrant lock or '' for a plain one,
--- ARGV[4] how long a new fencing counter is kept, in ms.
+-- ARGV[4] how long a new fencing counter is kept, in ms,
+-- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
+-- where it holds the key, the key passes to this token at once, never free
+-- in between.
 -- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder,
 -- the holder} when it does not (PTTL -3 when the attempt was already rolled
 -- back here). The holder is the token of a plain lock, "owner:<owner>" of a
 -- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, ttl, owner, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local token, ttl, owner, keep, from = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 -- voided: the attempt was rolled back before this request arrived, so it
 -- must not land. Checked only where the request would change something.
@@ -25,8 +28,13 @@ if owner == '' then
     end
     return {1, bump(ckey, floor, keep)}
   end
-  -- A retried request that already took effect here.
   local v = redis.pcall('GET', lock)
+  if from ~= '' and v == from then
+    if voided() then return {0, -3, v} end
+    redis.call('SET', lock, token, 'PX', ttl)
+    return {1, bump(ckey, floor, keep)}
+  end
+  -- A retried request that already took effect here.
   if v == token then
     return {1, counter(ckey, floor)}
   end

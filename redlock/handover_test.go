@@ -1,0 +1,130 @@
+package redlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// waitFor starts c.Lock in a goroutine and returns its outcome channel once
+// the waiter sleeps first in line: it has made its first attempt and the
+// immediate retry that follows its subscription (holder: one acquire each
+// on master 0 so far).
+func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, key string) <-chan lockResult {
+	t.Helper()
+	out := make(chan lockResult, 1)
+	go func() {
+		l, err := c.Lock(ctx, key, time.Second)
+		out <- lockResult{l, err}
+	}()
+	require.Eventually(t, func() bool {
+		c.hub.mu.Lock()
+		defer c.hub.mu.Unlock()
+		q := c.hub.queues[key]
+		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && len(fakes[0].callsOf("acquire")) == 3
+	}, 5*time.Second, 100*time.Microsecond, "the waiter never parked")
+	return out
+}
+
+type lockResult struct {
+	l   *Lock
+	err error
+}
+
+func TestHandOver_PassesTheKeyWithoutFreeingIt(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	out := waitFor(t, context.Background(), c, fakes, "k")
+
+	require.NoError(t, a.Release(context.Background()))
+	r := <-out
+	require.NoError(t, r.err)
+	assert.Greater(t, r.l.Fence(), a.Fence())
+	assert.NoError(t, a.Err())
+	<-a.Done()
+	for i, f := range fakes {
+		assert.NotContains(t, f.callsOf("release"), a.Token(), "master %d: the old token was handed on, not deleted", i)
+	}
+	held := 0
+	for _, f := range fakes {
+		if f.holdsToken("k", r.l.Token()) {
+			held++
+		}
+	}
+	assert.GreaterOrEqual(t, held, 3)
+	require.NoError(t, r.l.Release(context.Background()))
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
+}
+
+// A hand-over that fails leaves nothing of either token: the new one is
+// rolled back, the old one released, and the waiter takes the lock itself.
+func TestHandOver_FailureFallsBackToARelease(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	out := waitFor(t, context.Background(), c, fakes, "k")
+	for _, f := range fakes[:3] {
+		f.noFrom = true
+	}
+	require.NoError(t, a.Release(context.Background()))
+	for _, f := range fakes[:3] {
+		f.noFrom = false
+	}
+	r := <-out
+	require.NoError(t, r.err, "the waiter takes the lock after the plain release")
+	assert.Greater(t, r.l.Fence(), a.Fence())
+	require.NoError(t, r.l.Release(context.Background()))
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
+}
+
+// A waiter whose ctx ends while a hand-over to it is under way takes the
+// outcome and gives the lock back: nothing is left held.
+func TestHandOver_WaiterGoneMeanwhile(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := waitFor(t, ctx, c, fakes, "k")
+	gate := make(chan struct{})
+	for _, f := range fakes {
+		f.fromGate = gate
+	}
+	released := make(chan error, 1)
+	go func() { released <- a.Release(context.Background()) }()
+	require.Eventually(t, func() bool { return len(fakes[0].callsOf("acquire")) == 4 }, 5*time.Second, 100*time.Microsecond,
+		"the hand-over reached master 0")
+	cancel()
+	time.Sleep(10 * time.Millisecond) // the waiter sees its ctx end while claimed
+	close(gate)
+	require.NoError(t, <-released)
+	r := <-out
+	assert.Nil(t, r.l)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	assert.ErrorIs(t, r.err, ErrNotObtained)
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond,
+		"the lock handed to a waiter that left is released")
+}
+
+// After maxHandovers in a row a release is a plain one, announced to every
+// client's waiters.
+func TestHandOver_StreakIsBounded(t *testing.T) {
+	c, _, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
+	w := c.hub.join("k", time.Second, lockOptions{})
+	defer w.leave(false)
+	for i := range maxHandovers {
+		require.Same(t, w, c.hub.claim("k"), "hand-over %d", i+1)
+		c.hub.mu.Lock()
+		w.claimed = false
+		c.hub.mu.Unlock()
+	}
+	assert.Nil(t, c.hub.claim("k"), "one plain release after a streak")
+	assert.Same(t, w, c.hub.claim("k"), "and hand-overs again")
+
+	owner := c.hub.join("o", time.Second, lockOptions{owner: "x"})
+	defer owner.leave(false)
+	assert.Nil(t, c.hub.claim("o"), "reentrant waiters take the lock themselves")
+}
