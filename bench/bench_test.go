@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/histogram"
 )
 
 // BenchmarkAcquireRelease times one client's acquire+release, one after
@@ -45,7 +47,7 @@ func BenchmarkSlowMaster(b *testing.B) {
 
 func benchSequential(b *testing.B, l Locker, keys Keys) {
 	ctx := context.Background()
-	h := new(Histogram)
+	h := new(histogram.Histogram)
 	n, errs := 0, 0
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/quorumlock/internal/histogram"
 )
 
 // ContentionConfig sets up goroutines contending for one key.
@@ -39,13 +41,13 @@ type ContentionResult struct {
 	Wins    []int         // critical sections per goroutine
 	// Handoff runs from a holder starting its release to the next holder
 	// returning from Lock, on one monotonic clock.
-	Handoff Histogram
+	Handoff histogram.Histogram
 	// SelfHandoffs counts hand-offs where the releasing goroutine took the
 	// lock again.
 	SelfHandoffs int
 	// Wait is each completed Lock call's duration; MaxWait also counts the
 	// calls still waiting when the run ended.
-	Wait    Histogram
+	Wait    histogram.Histogram
 	MaxWait time.Duration
 	// Overlaps counts critical sections entered while another was in
 	// progress: mutual exclusion broken. It must be 0.
@@ -56,10 +58,10 @@ type ContentionResult struct {
 	MaxStall time.Duration
 
 	// From the observer (zero without one).
-	Attempts     int       // acquisition attempts seen on the wire
-	Splits       int       // attempts that got some votes but not a quorum
-	SplitResolve Histogram // from a split attempt's start to the next lock taken
-	Unresolved   int       // split attempts with no lock taken after them
+	Attempts     int                 // acquisition attempts seen on the wire
+	Splits       int                 // attempts that got some votes but not a quorum
+	SplitResolve histogram.Histogram // from a split attempt's start to the next lock taken
+	Unresolved   int                 // split attempts with no lock taken after them
 }
 
 // Throughput returns critical sections per second.
@@ -90,7 +92,7 @@ const (
 type contender struct {
 	wins, self, errs int
 	firstErr         error
-	handoff, wait    Histogram
+	handoff, wait    histogram.Histogram
 	maxWait          time.Duration
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/quorumlock/quorumlock/internal/histogram"
 )
 
 // Keys names the key of the i-th operation of a sequential run.
@@ -47,7 +49,7 @@ func AcquireRelease(ctx context.Context, l Locker, key string) error {
 
 // SeqResult is what a sequential run measured.
 type SeqResult struct {
-	Latency  Histogram // every acquire+release, failed ones included
+	Latency  histogram.Histogram // every acquire+release, failed ones included
 	Ops      int
 	Errors   int
 	FirstErr error

@@ -1,7 +1,6 @@
-// Package findings holds reproducers of defects that the chaos suite found
-// in the library. Each is a deterministic test against real redis-server
-// processes that asserts what the library promises, so it fails while the
-// defect is there and passes once it is fixed; the defects found so far are
-// fixed, and these tests keep them so. See README.md in the chaos module for
-// each finding and its evidence.
+// Package findings holds regression tests for the defects the chaos suite
+// found in the library, all of them fixed. Each test is deterministic: it
+// recreates, against real redis-server processes, the faults under which
+// its defect showed, and asserts what the library promises there. The
+// Findings section of README.md in the chaos module describes each defect.
 package findings

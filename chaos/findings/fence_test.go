@@ -14,7 +14,7 @@ import (
 )
 
 // TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows checks the
-// design's claim (design.md, section 4) that fences keep growing across a
+// promise (README.md, "Fencing tokens") that fences keep growing across a
 // master that loses its data, once the restart guard has kept it out for
 // its window.
 //
@@ -22,11 +22,11 @@ import (
 // n4 (each sees a majority, the two share n0). A takes the lock five times.
 // n0 crashes and comes back empty. B waits out the guard window, as the
 // guard and the delayed-restart rule require, then takes the lock. No
-// member of B's quorum remembers A's fences: before the library seeded
-// fence floors from the master's clock (428b927), every one of them
-// counted from zero and B got fence 1 after A's 5. A fenced resource then
-// rejects the rightful holder and would accept a late write from A's last
-// holder.
+// member of B's quorum remembers A's fences: B's fence is above A's only
+// because a master without a fence floor starts it from its clock. Masters
+// that counted from zero would give B fence 1 after A's 5, and a fenced
+// resource would then reject the rightful holder and accept a late write
+// from A's last holder.
 func TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -21,11 +21,11 @@ import (
 // waits with its backoff while the restart guard keeps every master out of
 // the quorum, as after a fleet restart.
 //
-// Each failed attempt rolls back. Before 428b927 the roll-back ran the
-// release script, which announced the deleted key on the release channel;
-// the waiter, subscribed to that channel, heard its own roll-back as a
-// release and retried at once: about a thousand attempts a second against
-// every master, one PUBLISH each, until the quarantine ended.
+// Each failed attempt rolls back, and a roll-back announces nothing on the
+// release channel. If it announced the deleted key as a release does, the
+// waiter, subscribed to that channel, would hear its own roll-back as a
+// release and retry at once: about a thousand attempts a second against
+// every master, one PUBLISH each, until the quarantine ends.
 func TestLock_WhileMastersAreInRestartQuarantine_BacksOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/quorumlock/quorumlock/internal/histogram"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -108,7 +109,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		where, c.Quorum(), cfg.concurrency, cfg.ttl, cfg.duration)
 	r := benchRun(ctx, c, cfg, prefix, newProgress(a.stderr, cfg.duration))
 	r.print(a.stdout)
-	if r.total.count() == 0 {
+	if r.total.Count() == 0 {
 		return fail(exitError, "no acquisition succeeded: %v", r.firstErr)
 	}
 	return nil
@@ -122,7 +123,7 @@ type benchResult struct {
 
 // benchWorker is one goroutine's measurements.
 type benchWorker struct {
-	total, acquire, release histogram
+	total, acquire, release histogram.Histogram
 	acquireFailed           uint64
 	releaseFailed           uint64
 	firstErr                error
@@ -130,9 +131,9 @@ type benchWorker struct {
 
 // merge adds o's measurements to w's.
 func (w *benchWorker) merge(o *benchWorker) {
-	w.total.merge(&o.total)
-	w.acquire.merge(&o.acquire)
-	w.release.merge(&o.release)
+	w.total.Merge(&o.total)
+	w.acquire.Merge(&o.acquire)
+	w.release.Merge(&o.release)
 	w.acquireFailed += o.acquireFailed
 	w.releaseFailed += o.releaseFailed
 	if w.firstErr == nil {
@@ -209,14 +210,14 @@ func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, prefix string
 		// The release must happen even if ctx ended meanwhile.
 		err = l.Release(context.WithoutCancel(ctx))
 		t2 := time.Now()
-		w.acquire.record(t1.Sub(t0))
+		w.acquire.Record(t1.Sub(t0))
 		if err != nil {
 			w.releaseFailed++
 			failed(err)
 			continue
 		}
-		w.release.record(t2.Sub(t1))
-		w.total.record(t2.Sub(t0))
+		w.release.Record(t2.Sub(t1))
+		w.total.Record(t2.Sub(t0))
 		ops.Add(1)
 	}
 }
@@ -225,13 +226,13 @@ func (r *benchResult) print(w io.Writer) {
 	secs := r.elapsed.Seconds()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\tcount\tper second\tmean\tp50\tp99\tmax\t")
-	row := func(name string, h *histogram, rate bool) {
+	row := func(name string, h *histogram.Histogram, rate bool) {
 		perSec := ""
 		if rate {
-			perSec = fmt.Sprintf("%.0f", float64(h.count())/secs)
+			perSec = fmt.Sprintf("%.0f", float64(h.Count())/secs)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, h.count(), perSec,
-			latency(h.mean()), latency(h.quantile(0.50)), latency(h.quantile(0.99)), latency(h.max))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, h.Count(), perSec,
+			latency(h.Mean()), latency(h.Quantile(0.50)), latency(h.Quantile(0.99)), latency(h.Max()))
 	}
 	fmt.Fprintln(w)
 	row("acquire+release", &r.total, true)
