@@ -96,7 +96,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	var rounds []round
 	kept := false
 	for {
-		r, err := c.acquireRound(ctx, req, window, timeout)
+		r, err := c.acquireRound(ctx, req, window, timeout, lo.after)
 		if err != nil {
 			return outcome{err: err}
 		}
@@ -152,12 +152,22 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	return out
 }
 
-// acquireRound fans the acquire script out once.
-func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration) (round, error) {
+// acquireRound fans the acquire script out once. On each master it first
+// waits for the rounds in after (a hand-over waits for the acquisition of
+// the lock it takes over, as a release does).
+func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after []round) (round, error) {
 	n := len(c.nodes)
 	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n)}
 	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+			for _, a := range after {
+				select {
+				case <-a.res.Done(i):
+				case <-ctx.Done():
+					r.failed[i] = true
+					return quorumlock.No, c.nodeErr(i, ctx.Err())
+				}
+			}
 			g, err := c.nodes[i].acquire(ctx, req)
 			if err != nil {
 				r.failed[i] = true

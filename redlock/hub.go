@@ -158,9 +158,9 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	select {
 	case <-w.turn:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return w.giveUp(ctx, ctx.Err())
 	case <-closing:
-		return nil, ErrClosed
+		return w.giveUp(ctx, ErrClosed)
 	}
 	t := w.h.c.o.clock.NewTimer(delay)
 	defer t.Stop()
@@ -249,8 +249,22 @@ func (h *hub) claim(key string) *waiter {
 
 // leave takes the waiter out of line. If it was first and did not get the
 // lock, the next in line tries at once; if it got the lock, the next waits
-// for its release.
+// for its release. Out of line, no releaser can claim it any more; a
+// hand-over claimed before is waited for, and the lock it brings given back.
 func (w *waiter) leave(acquired bool) {
+	w.dequeue(acquired)
+	w.h.mu.Lock()
+	claimed := w.claimed
+	w.h.mu.Unlock()
+	if claimed {
+		if l := <-w.handed; l != nil {
+			l.Release(context.Background())
+		}
+		w.settle()
+	}
+}
+
+func (w *waiter) dequeue(acquired bool) {
 	h := w.h
 	h.mu.Lock()
 	defer h.mu.Unlock()

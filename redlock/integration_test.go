@@ -195,7 +195,7 @@ func TestIntegration_EightGoroutinesNeverOverlap(t *testing.T) {
 	clients := []*Client{client(t, srv), client(t, srv)}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const perWorker = 40
+	const perWorker = 100
 	var inside, maxInside, total atomic.Int32
 	var lastFence atomic.Int64
 	var wg sync.WaitGroup
@@ -223,6 +223,12 @@ func TestIntegration_EightGoroutinesNeverOverlap(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(1), maxInside.Load(), "two holders at once")
 	assert.Equal(t, int32(8*perWorker), total.Load())
+	// Locks passed hand to hand within a client and released between clients
+	// leave nothing behind once the last release has landed.
+	for _, s := range srv {
+		assert.Eventually(t, func() bool { return getString(t, s, "hot") == "" }, 2*time.Second, 5*time.Millisecond,
+			"%s keeps a token", s.Addr())
+	}
 }
 
 func TestIntegration_DoLoss_CancelsFnBeforeUntil(t *testing.T) {
@@ -633,5 +639,43 @@ func TestIntegration_FenceFloorCoversEveryCounter(t *testing.T) {
 			assert.GreaterOrEqual(t, f, v, "%s: floor below the counter of f%d", s.Addr(), k)
 		}
 		assert.Greater(t, f, int64(1)<<40, "floors start from the clock")
+	}
+}
+
+// Eight goroutines of one client pass a key hand to hand with no hold time,
+// so hand-overs follow each other while earlier ones still land on the
+// slowest masters. When they stop, nothing is left behind, and fences grew
+// all along.
+func TestIntegration_HandOvers_LeaveNothing(t *testing.T) {
+	srv := masters(t, 5)
+	c := client(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	deadline := time.Now().Add(700 * time.Millisecond)
+	var inside atomic.Int32
+	var mu sync.Mutex
+	var last int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for n := 0; n < 100_000 && time.Now().Before(deadline); n++ {
+				l, err := c.Lock(ctx, "passed", 10*time.Second) // a leftover would outlast the check below
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Equal(t, int32(1), inside.Add(1), "two holders at once")
+				mu.Lock()
+				assert.Greater(t, l.Fence(), last)
+				last = l.Fence()
+				mu.Unlock()
+				inside.Add(-1)
+				assert.NoError(t, l.Release(context.Background()))
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range srv {
+		assert.Eventually(t, func() bool { return getString(t, s, "passed") == "" }, time.Second, 5*time.Millisecond,
+			"%s keeps a token", s.Addr())
 	}
 }

@@ -304,7 +304,7 @@ func (l *Lock) handOver(ctx context.Context) bool {
 		return false
 	}
 	lo := w.lo
-	lo.from = l.req.token
+	lo.from, lo.after = l.req.token, l.rounds
 	a := c.attempt(ctx, l.req.key, w.ttl, lo)
 	w.handed <- a.lock
 	return a.lock != nil

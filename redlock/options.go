@@ -157,7 +157,8 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
-	from       string // a hand-over: the token of the plain lock passed on
+	from       string  // a hand-over: the token of the plain lock passed on
+	after      []round // a hand-over: that lock's acquisition, which must land first on each master
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds
