@@ -123,6 +123,7 @@ func TestHandOver_StreakIsBounded(t *testing.T) {
 	}
 	assert.Nil(t, c.hub.claim("k"), "one plain release after a streak")
 	assert.Same(t, w, c.hub.claim("k"), "and hand-overs again")
+	w.handed <- nil // the claim's outcome, as a failed hand-over gives it; leave takes it
 
 	owner := c.hub.join("o", time.Second, lockOptions{owner: "x"})
 	defer owner.leave(false)
