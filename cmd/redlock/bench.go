@@ -117,35 +117,55 @@ func runBench(ctx context.Context, a *app, args []string) error {
 
 // benchResult is what the goroutines measured, merged.
 type benchResult struct {
-	benchWorker
-	elapsed time.Duration
+	latencies
+	acquireFailed, releaseFailed uint64
+	firstErr                     error
+	elapsed                      time.Duration
 }
 
-// benchWorker is one goroutine's measurements.
-type benchWorker struct {
+// latencies are the three histograms of a run.
+type latencies struct {
 	total, acquire, release histogram.Histogram
-	acquireFailed           uint64
-	releaseFailed           uint64
-	firstErr                error
 }
 
-// merge adds o's measurements to w's.
-func (w *benchWorker) merge(o *benchWorker) {
-	w.total.Merge(&o.total)
-	w.acquire.Merge(&o.acquire)
-	w.release.Merge(&o.release)
-	w.acquireFailed += o.acquireFailed
-	w.releaseFailed += o.releaseFailed
-	if w.firstErr == nil {
-		w.firstErr = o.firstErr
+// shard is a set of histograms some goroutines share. A histogram is tens
+// of kilobytes; with thousands of goroutines, one set each would take
+// gigabytes, and a mutex costs nothing at the rate locks are taken.
+type shard struct {
+	mu sync.Mutex
+	latencies
+}
+
+// maxShards bounds the histogram sets a run keeps.
+const maxShards = 16
+
+func (s *shard) record(acquire, release time.Duration, released bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.acquire.Record(acquire)
+	if released {
+		s.release.Record(release)
+		s.total.Record(acquire + release)
 	}
+}
+
+// benchWorker is one goroutine's counts; its latencies go to its shard.
+type benchWorker struct {
+	shard         *shard
+	acquireFailed uint64
+	releaseFailed uint64
+	firstErr      error
 }
 
 func benchRun(ctx context.Context, c *redlock.Client, cfg benchConfig, prefix string, p *progress) *benchResult {
 	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
 	var ops atomic.Uint64
+	shards := make([]shard, min(cfg.concurrency, maxShards))
 	workers := make([]benchWorker, cfg.concurrency)
+	for i := range workers {
+		workers[i].shard = &shards[i%len(shards)]
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -173,8 +193,17 @@ func benchRun(ctx context.Context, c *redlock.Client, cfg benchConfig, prefix st
 	cancel()
 	<-reportDone
 	p.finish()
-	for i := range workers {
-		r.merge(&workers[i])
+	for i := range shards {
+		r.total.Merge(&shards[i].total)
+		r.acquire.Merge(&shards[i].acquire)
+		r.release.Merge(&shards[i].release)
+	}
+	for _, w := range workers {
+		r.acquireFailed += w.acquireFailed
+		r.releaseFailed += w.releaseFailed
+		if r.firstErr == nil {
+			r.firstErr = w.firstErr
+		}
 	}
 	return r
 }
@@ -210,14 +239,12 @@ func (w *benchWorker) loop(ctx context.Context, c *redlock.Client, prefix string
 		// The release must happen even if ctx ended meanwhile.
 		err = l.Release(context.WithoutCancel(ctx))
 		t2 := time.Now()
-		w.acquire.Record(t1.Sub(t0))
+		w.shard.record(t1.Sub(t0), t2.Sub(t1), err == nil)
 		if err != nil {
 			w.releaseFailed++
 			failed(err)
 			continue
 		}
-		w.release.Record(t2.Sub(t1))
-		w.total.Record(t2.Sub(t0))
 		ops.Add(1)
 	}
 }
