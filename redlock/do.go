@@ -7,7 +7,8 @@ import (
 )
 
 // Do takes key with Lock, runs fn while the lock is held, and releases it
-// when fn returns. It returns fn's error.
+// when fn returns. It returns fn's error. fn finds the lock, and its fence,
+// with FromContext(ctx).
 //
 // While fn runs the lock is extended every ttl/3. If an extension cannot
 // reach a quorum before the validity runs out, the lock is lost: fn's ctx is
@@ -23,7 +24,7 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	defer cancel(nil)
 	stop := make(chan struct{})
 	watching := make(chan struct{})
@@ -51,4 +52,18 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 		c.o.logger.Warn("redlock: release after Do failed; the lock expires with its TTL", "key", key, "err", relErr)
 	}
 	return fnErr
+}
+
+type lockKey struct{}
+
+// FromContext returns the lock that Do holds for the function it called
+// with ctx, or false outside such a function. The lock's Fence is what to
+// send with writes to the protected resource; its Until is the end of the
+// current validity window, moved on by each extension.
+func FromContext(ctx context.Context) (*Lock, bool) {
+	if ctx == nil {
+		return nil, false
+	}
+	l, ok := ctx.Value(lockKey{}).(*Lock)
+	return l, ok && l != nil
 }

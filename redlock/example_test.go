@@ -64,14 +64,16 @@ func ExampleClient_Do() {
 	err = c.Do(context.Background(), "invoice:42", 10*time.Second, func(ctx context.Context) error {
 		// The lock is extended while this runs. If it is lost, ctx is
 		// cancelled with context.Cause(ctx) == redlock.ErrLockLost.
-		return chargeInvoice(ctx, 42)
+		l, _ := redlock.FromContext(ctx)
+		return chargeInvoice(ctx, 42, l.Fence())
 	})
 	if errors.Is(err, redlock.ErrLockLost) {
 		log.Print("the lock was lost while charging; check the invoice")
 	}
 }
 
-func chargeInvoice(ctx context.Context, id int) error { return ctx.Err() }
+// chargeInvoice stands for a write to a resource that refuses stale fences.
+func chargeInvoice(ctx context.Context, id int, fence int64) error { return ctx.Err() }
 
 func ExampleClient_TryLock() {
 	c, err := redlock.NewFromAddrs(addrs())

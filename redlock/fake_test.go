@@ -240,21 +240,24 @@ func (f *fakeNode) apply(r request) grant {
 	return grant{pttl: k.until.Sub(now), holder: k.token}
 }
 
-func (f *fakeNode) extend(ctx context.Context, r request) (bool, error) {
+func (f *fakeNode) extend(ctx context.Context, r request) (extended, error) {
 	defer f.finish()
 	if f.record("extend", r.key, r.token) == broken {
-		return false, errBroken
+		return lapsed, errBroken
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := f.live(r.key)
-	if k == nil || !k.heldBy(r) {
-		return false, nil
+	if k == nil {
+		return vacant, nil
+	}
+	if !k.heldBy(r) {
+		return lapsed, nil
 	}
 	if until := f.clk.Now().Add(r.ttl); r.owner == "" || until.After(k.until) {
 		k.until = until
 	}
-	return true, nil
+	return renewed, nil
 }
 
 func (f *fakeNode) release(ctx context.Context, r request) (released, error) {

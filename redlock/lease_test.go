@@ -188,8 +188,15 @@ func TestDo_RunsAndReleases(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
 	want := errors.New("fn failed")
 	ran := false
+	_, ok := FromContext(context.Background())
+	assert.False(t, ok, "no lock outside Do")
 	err := c.Do(context.Background(), "k", time.Second, func(ctx context.Context) error {
 		ran = true
+		l, ok := FromContext(ctx)
+		require.True(t, ok, "fn finds its lock")
+		assert.Equal(t, "k", l.Key())
+		assert.Positive(t, l.Fence())
+		assert.Positive(t, l.Validity())
 		assert.GreaterOrEqual(t, len(fakes)-countEmpty(fakes, "k"), 2, "held on a quorum while fn runs")
 		return want
 	})
@@ -374,4 +381,57 @@ func TestRelease_StragglersOutliveTheCallersContext(t *testing.T) {
 	close(gate)
 	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond,
 		"the held-back masters keep the key")
+}
+
+// Masters that lose the key (they restarted empty, say) are taken back after
+// an extension proves a quorum held the lock throughout, so the lock keeps
+// every master it can: losing two, then two others, it survives.
+func TestAutoExtend_TakesBackMastersThatLostTheKey(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 }, 2*time.Second, time.Millisecond)
+	forget := func(fs ...*fakeNode) {
+		for _, f := range fs {
+			f.mu.Lock()
+			delete(f.keys, "k")
+			f.mu.Unlock()
+		}
+	}
+	forget(fakes[3], fakes[4])
+	parked(t, clk, fakes)
+	clk.Advance(time.Second)
+	require.Eventually(t, func() bool { return fakes[3].holdsToken("k", l.Token()) && fakes[4].holdsToken("k", l.Token()) },
+		2*time.Second, time.Millisecond, "masters 3 and 4 taken back")
+	forget(fakes[0], fakes[1])
+	parked(t, clk, fakes)
+	clk.Advance(time.Second)
+	parked(t, clk, fakes)
+	require.NoError(t, l.Err(), "2, 3 and 4 hold the lock")
+	assert.Greater(t, l.Validity(), 2500*time.Millisecond)
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// An extension that fails takes nothing back: a majority without the key
+// means another may have held the lock, and the loss is final.
+func TestAutoExtend_FailedRoundTakesNothingBack(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	l, err := c.TryLock(context.Background(), "k", 3*time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 }, 2*time.Second, time.Millisecond)
+	for _, f := range fakes[:3] {
+		f.mu.Lock()
+		delete(f.keys, "k")
+		f.mu.Unlock()
+	}
+	parked(t, clk, fakes)
+	clk.Advance(time.Second)
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("loss not reported")
+	}
+	assert.ErrorIs(t, l.Err(), ErrLockLost)
+	require.NoError(t, c.Close())
+	assert.Equal(t, 3, countEmpty(fakes, "k"), "the masters without the key stay without it")
 }

@@ -186,14 +186,15 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
-	gone := 0
+	answers := make([]extended, len(c.nodes))
 	res, err := quorumlock.FanOut{Nodes: len(c.nodes), Need: c.quorum, Timeout: c.nodeTimeout(ttl), Clock: c.o.clock}.Run(ctx,
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
-			ok, err := c.nodes[i].extend(ctx, req)
-			switch {
-			case err != nil:
+			e, err := c.nodes[i].extend(ctx, req)
+			if err != nil {
 				return quorumlock.No, c.nodeErr(i, err)
-			case !ok:
+			}
+			answers[i] = e
+			if e != renewed {
 				return quorumlock.No, c.nodeErr(i, ErrLockNotHeld)
 			}
 			return c.vote(i, window), nil
@@ -203,8 +204,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	}
 	validity := quorumlock.Validity(ttl, c.o.clock.Since(start), c.o.drift)
 	if res.OK() && validity > 0 {
+		l.retake(req, res, answers)
 		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
 	}
+	gone := 0
 	for _, i := range res.No {
 		if errors.Is(nodeErrAt(res.Err, i), ErrLockNotHeld) {
 			gone++
@@ -221,6 +224,39 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		return time.Time{}, fmt.Errorf("%s: %w", why, res.Err)
 	}
 	return time.Time{}, errors.New(why)
+}
+
+// retake sets the lock again, in the background, on masters where the
+// extension found its key gone (a master restarted empty, say), those that
+// answered late included, so that the lock keeps every master it can. It is
+// called only after the extension proved that a quorum held the lock
+// throughout: no one else can have taken it meanwhile, and a master taken
+// back now is the holder's as much as those that never lost the key. Taken
+// back later, when the lock may have ended, the key only waits out its TTL:
+// an extension then cannot count it, since a quorum no longer holds the
+// token.
+func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
+	if len(res.Yes) == len(answers) {
+		return
+	}
+	c := l.c
+	req = req.withArgv()
+	timeout := c.nodeTimeout(req.ttl)
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		for i := range answers {
+			<-res.Done(i) // bounded by the extension's node timeout
+			if answers[i] != vacant {
+				continue
+			}
+			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+			if g, err := c.nodes[i].acquire(ctx, req); err == nil && g.ok && g.counter < l.fence {
+				c.nodes[i].raiseFence(ctx, req, l.fence)
+			}
+			cancel()
+		}
+	}()
 }
 
 // nodeErrAt finds the *NodeError of master i in an aggregate.

@@ -62,6 +62,15 @@ type grant struct {
 	holder  string        // who holds the key, when not ok
 }
 
+// extended is one master's answer to an extension.
+type extended int8
+
+const (
+	lapsed  extended = iota // another holds the key here
+	renewed                 // the token held the key throughout, and its TTL was set
+	vacant                  // the key is free here: the master lost it or it expired
+)
+
 // released is one master's answer to a release.
 type released int8
 
@@ -84,7 +93,7 @@ type keyState struct {
 type node interface {
 	addr() string
 	acquire(ctx context.Context, r request) (grant, error)
-	extend(ctx context.Context, r request) (bool, error)
+	extend(ctx context.Context, r request) (extended, error)
 	release(ctx context.Context, r request) (released, error)
 	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
 	inspect(ctx context.Context, key string) (keyState, error)
@@ -143,11 +152,11 @@ func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	return g, nil
 }
 
-func (n *redisNode) extend(ctx context.Context, r request) (bool, error) {
+func (n *redisNode) extend(ctx context.Context, r request) (extended, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.extend, r.argv.get(n.scripts.extend, func() []any {
 		return []any{r.key, r.token, ms(r.ttl), r.owner}
 	})))
-	return v == 1, err
+	return extended(v), err
 }
 
 func (n *redisNode) release(ctx context.Context, r request) (released, error) {
