@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -60,5 +62,44 @@ func TestExpectations_FailWhenTheOutcomeIsWrong(t *testing.T) {
 		} else {
 			assert.Empty(t, got, "scenario %s", tt.id)
 		}
+	}
+}
+
+// lockChurnResult is a run of scenario 11 that went as expected: locks in
+// every phase, every Lock call granted.
+func lockChurnResult(s *Scenario) *Result {
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
+		"killed": time.Second, "restarted": 2 * time.Second, "paused": 4 * time.Second, "unpausing": 5 * time.Second,
+	}}
+	for i := range 15 {
+		at := time.Second + time.Duration(i)*300*time.Millisecond
+		r.Record.Holds = append(r.Record.Holds, history.Hold{ID: i, Client: i % 4, Acquired: at, Until: at + time.Second, Released: at + 10*time.Millisecond})
+		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: i % 4, Start: at - 100*time.Millisecond, End: at, OK: true})
+	}
+	return r
+}
+
+func TestExpectations_LockChurn(t *testing.T) {
+	s := lockChurn()
+	tests := []struct {
+		name   string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", func(r *Result) {}, false},
+		{"no lock while n1 was paused", func(r *Result) { r.Record.Holds = r.Record.Holds[:10] }, true},
+		{"a Lock call waited out its bound", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: lockWaitBound, Err: errors.Join(redlock.ErrNotObtained, context.DeadlineExceeded)})
+		}, true},
+		{"a Lock call ended by the run's end", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 5 * time.Second, End: 6 * time.Second, Err: errors.Join(redlock.ErrNotObtained, context.Canceled)})
+		}, false},
+		{"an element lost", func(r *Result) { r.C2 = check.LostWrites{Acked: 10, Lost: 1} }, true},
+		{"two holders", func(r *Result) { r.C1 = []check.Violation{{}} }, true},
+	}
+	for _, tt := range tests {
+		r := lockChurnResult(s)
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
 	}
 }
