@@ -58,7 +58,8 @@ func (t Timeline) WriteSVG(w io.Writer) error {
 	}
 	last := panels[len(panels)-1]
 	legendTop := last.top + last.height() + 20
-	height := legendTop + 60 + 16*len(notes) + 10
+	notesTop := legendTop + t.legend(func(string, ...any) {}, legendTop) + 18
+	height := notesTop + 16*len(notes) + 12
 
 	b := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -82,7 +83,7 @@ func (t Timeline) WriteSVG(w io.Writer) error {
 		if r := []rune(text); len(r) > 220 {
 			text = string(r[:220]) + "…"
 		}
-		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s<title>%s</title></text>`+"\n", legendTop+58+16*i, seconds(n.At), esc(text), esc(n.Text))
+		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s<title>%s</title></text>`+"\n", notesTop+16*i, seconds(n.At), esc(text), esc(n.Text))
 	}
 	p("</svg>\n")
 	return b.Flush()
