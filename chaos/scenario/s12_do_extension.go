@@ -104,8 +104,8 @@ func doExtension() *Scenario {
 			return fmt.Errorf("the cut holder's Do did not return: %w", err)
 		}
 		if done.Lost && boundErr == nil {
-			e.Notef("client %d saw its ctx cancelled %v after the cut, %v before its validity ended at the latest; Do returned %v",
-				done.Client, (done.Until - cutAt).Round(time.Millisecond), (bound - done.Until).Round(time.Millisecond), done.ReleaseErr)
+			e.Notef("client %d saw its ctx cancelled %v after the cut, %v before its validity ended at the latest; Do returned %s",
+				done.Client, (done.Until - cutAt).Round(time.Millisecond), (bound - done.Until).Round(time.Millisecond), strings.ReplaceAll(fmt.Sprint(done.ReleaseErr), "\n", "; "))
 		}
 		for _, n := range cut {
 			if err := e.Cluster.Heal(ctx, cluster.Link{Client: victim.Client, Node: n}); err != nil {
