@@ -91,6 +91,9 @@ func TestExpectations_LockChurn(t *testing.T) {
 		{"a Lock call waited out its bound", func(r *Result) {
 			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: lockWaitBound, Err: errors.Join(redlock.ErrNotObtained, context.DeadlineExceeded)})
 		}, true},
+		{"a Lock call failed otherwise", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: time.Second, Err: redlock.ErrClosed})
+		}, true},
 		{"a Lock call ended by the run's end", func(r *Result) {
 			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 5 * time.Second, End: 6 * time.Second, Err: errors.Join(redlock.ErrNotObtained, context.Canceled)})
 		}, false},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -62,15 +61,9 @@ func evalOn(ctx context.Context, addrs map[int]string, script string, keys []any
 			if err != nil || v == nil {
 				return
 			}
-			x, err := redis.Int64(v, nil)
+			x, err := redis.Int64(v, nil) // an integer, or a counter as a string
 			if err != nil {
-				s, serr := redis.String(v, nil)
-				if serr != nil {
-					return
-				}
-				if x, err = strconv.ParseInt(s, 10, 64); err != nil {
-					return
-				}
+				return
 			}
 			mu.Lock()
 			out[n] = x

@@ -106,9 +106,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("workload: %v needs a positive Wait", c.Mode)
 	case c.Mode == DoMode && (c.HoldFor <= 0 || c.Step <= 0 || c.FenceOf == nil):
 		return errors.New("workload: Do needs a positive HoldFor and Step, and FenceOf")
-	case c.Mode == DoMode && c.Workers > 1:
-		// A Do hold learns its token as the last one its client generated.
-		return errors.New("workload: Do runs one goroutine per client")
+	case c.Mode != LockMode && c.Workers > 1:
+		// TryLock attempts and Do holds learn their token as the last one
+		// their client generated.
+		return fmt.Errorf("workload: %v runs one goroutine per client", c.Mode)
 	}
 	return nil
 }

@@ -126,6 +126,7 @@ func TestConfig_ValidateTheModes(t *testing.T) {
 		{"TryLock", func(c *Config) {}, true},
 		{"Lock without a wait bound", func(c *Config) { c.Mode = LockMode }, false},
 		{"Lock with goroutines", func(c *Config) { c.Mode, c.Wait, c.Workers = LockMode, time.Second, 3 }, true},
+		{"TryLock with goroutines", func(c *Config) { c.Workers = 2 }, false},
 		{"Do without FenceOf", func(c *Config) {
 			c.Mode, c.Wait, c.HoldFor, c.Step = DoMode, time.Second, time.Second, time.Millisecond
 		}, false},
