@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/workload"
@@ -65,6 +69,17 @@ func lockChurn() *Scenario {
 		noteWaits(e, [][2]time.Duration{{0, e.marks["killed"]}, {e.marks["killed"], e.marks["restarted"]},
 			{e.marks["restarted"], e.marks["paused"]}, {e.marks["paused"], unpausing}},
 			[]string{"before the faults", "while n3 and n4 were down", "during the restart quarantine", "while n1 was paused"})
+		// The waiting went through the release announcements: n0, never
+		// faulted, has the clients' subscriptions and published releases.
+		subs, pubs, err := announcements(ctx, e.Cluster.Direct(0), "chaos-"+s.ID)
+		switch {
+		case err != nil:
+			e.Failf("cannot read n0's pub/sub counts: %v", err)
+		case subs < 2 || pubs < 10:
+			e.Failf("the release announcements were hardly used: n0 has %d subscriptions to the key's channel and ran PUBLISH %d times", subs, pubs)
+		default:
+			e.Notef("n0 has %d subscriptions to the key's release channel and ran PUBLISH %d times", subs, pubs)
+		}
 		return nil
 	}
 	s.Expect = func(r *Result) []string {
@@ -96,6 +111,37 @@ func lockChurn() *Scenario {
 		return out
 	}
 	return s
+}
+
+// announcements reads, on a master, how many connections subscribe to
+// key's release channel (as the library names it) and how many PUBLISH
+// commands the master ran.
+func announcements(ctx context.Context, addr, key string) (subs, pubs int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := redis.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	v, err := redis.Values(redis.DoWithTimeout(conn, 2*time.Second, "PUBSUB", "NUMSUB", "quorumlock:released:"+key))
+	if err != nil || len(v) != 2 {
+		return 0, 0, fmt.Errorf("PUBSUB NUMSUB: %v %v", v, err)
+	}
+	if subs, err = redis.Int64(v[1], nil); err != nil {
+		return 0, 0, err
+	}
+	info, err := redis.String(redis.DoWithTimeout(conn, 2*time.Second, "INFO", "commandstats"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
+			pubs, err = strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return subs, pubs, err
+		}
+	}
+	return subs, 0, nil
 }
 
 // lockWaitBound bounds each Lock call of scenario 11.
