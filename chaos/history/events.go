@@ -6,9 +6,11 @@ import "time"
 // the node itself.
 const AllClients = -1
 
-// Attempt is one call that tried to take the lock.
+// Attempt is one call that tried to take the lock: one TryLock, or one
+// Lock or Do with all the tries it made while it waited.
 type Attempt struct {
 	Client     int
+	Worker     int           // the goroutine of the client that made it
 	Token      string        // the token the attempt used
 	Start, End time.Duration // on the run's clock
 	OK         bool
@@ -23,13 +25,25 @@ func (a Attempt) Latency() time.Duration { return a.End - a.Start }
 type Hold struct {
 	ID     int
 	Client int
+	Worker int // the goroutine of the client that held it
 	Key    string
 	Token  string
 	Fence  int64
 	// Acquired is when the acquisition returned the lock.
 	Acquired time.Duration
-	// Until is the end of the validity window the library reported.
+	// Until is the end of the validity window the library reported. Do
+	// hands its function no lock, only a ctx that the library cancels when
+	// the lock is lost; for a hold under Do (ByDo), Until is when the
+	// function saw that ctx cancelled, or when it returned.
 	Until time.Duration
+	// ByDo is set for a hold taken and kept by Do, with auto-extension.
+	ByDo bool
+	// Masters are, for a hold under Do, the masters that held its token
+	// when its function began, read from the masters themselves.
+	Masters []int
+	// Lost is set when the library reported the lock lost while it was
+	// held: Do's function saw its ctx cancelled with cause ErrLockLost.
+	Lost bool
 	// Released is when the client began its release; 0 while it has not.
 	Released time.Duration
 	// Caught is set when the run froze this holder inside its critical
@@ -43,7 +57,8 @@ type Hold struct {
 	// ExtendErr is the result of an extension made after the holder was
 	// caught; nil if none was made or it succeeded.
 	ExtendErr error
-	// ReleaseErr is the result of the release, once Done.
+	// ReleaseErr is the result of the release, once Done; under Do, what Do
+	// returned.
 	ReleaseErr error
 	// Done is set when the release returned.
 	Done bool

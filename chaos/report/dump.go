@@ -22,17 +22,21 @@ func Dump(w io.Writer, rec history.Record) error {
 	for _, n := range rec.Notes {
 		p("%v\t%s", n.At, n.Text)
 	}
-	p("# holds: id client fence acquired until released caught skipped extend-error release-error token")
+	p("# holds: id client worker fence acquired until released caught skipped extend-error release-error token [do: lost masters]")
 	for _, h := range rec.Holds {
-		p("%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s", h.ID, h.Client, h.Fence, h.Acquired, h.Until, h.Released, h.Caught, h.Skipped, h.ExtendErr, h.ReleaseErr, h.Token)
+		do := ""
+		if h.ByDo {
+			do = fmt.Sprintf("\tdo: lost %v masters %v", h.Lost, h.Masters)
+		}
+		p("%d\t%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s%s", h.ID, h.Client, h.Worker, h.Fence, h.Acquired, h.Until, h.Released, h.Caught, h.Skipped, h.ExtendErr, h.ReleaseErr, h.Token, do)
 	}
 	p("# fenced writes: seq hold client fence at accepted")
 	for _, x := range rec.Writes {
 		p("%d\t%d\t%d\t%d\t%v\t%v", x.Seq, x.Hold, x.Client, x.Fence, x.At, x.Accepted)
 	}
-	p("# attempts: client start end ok token error")
+	p("# attempts: client worker start end ok token error")
 	for _, a := range rec.Attempts {
-		p("%d\t%v\t%v\t%v\t%s\t%v", a.Client, a.Start, a.End, a.OK, a.Token, a.Err)
+		p("%d\t%d\t%v\t%v\t%v\t%s\t%v", a.Client, a.Worker, a.Start, a.End, a.OK, a.Token, a.Err)
 	}
 	return b.Flush()
 }

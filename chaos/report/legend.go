@@ -33,8 +33,9 @@ func style(kind string) kindStyle {
 	return kindStyle{"#7f8c8d", kind}
 }
 
-// legend draws what each colour means.
-func (t Timeline) legend(p func(string, ...any), y int) {
+// legend draws what each colour means and returns the height it took,
+// which depends on how many rows the fault kinds of the run need.
+func (t Timeline) legend(p func(string, ...any), y int) int {
 	items := []struct{ color, text, extra string }{
 		{"#2e86c1", "held the lock (fence inside when it fits)", ""},
 		{"#f39c12", "holder frozen by the scenario", ""},
@@ -69,4 +70,5 @@ func (t Timeline) legend(p func(string, ...any), y int) {
 	p(`<text x="16" y="%d" fill="#c0392b" font-size="14" font-weight="bold">✕</text><text x="32" y="%d" fill="#333" font-size="11">fenced write rejected</text>`+"\n", yy+11, yy+10)
 	p(`<rect x="180" y="%d" width="1" height="8" fill="#999"/><text x="188" y="%d" fill="#333" font-size="11">failed attempt</text>`+"\n", yy+2, yy+10)
 	p(`<text x="300" y="%d" fill="#333" font-size="11">shaded bands across the clients: a fault on a whole master; light bands in a row: that client's own links</text>`+"\n", yy+10)
+	return 20 * (row + 2)
 }

@@ -151,8 +151,13 @@ func (pn panel) draw(p func(string, ...any)) {
 		y := clientsTop + h.Client*clientRow
 		x0, x1 := x(h.Acquired), x(h.End())
 		fill, what := "#2e86c1", "held"
-		if h.Caught {
+		switch {
+		case h.Caught:
 			fill, what = "#f39c12", "frozen holder"
+		case h.ByDo && h.Lost:
+			what = "held under Do until told of its loss;"
+		case h.ByDo:
+			what = "held under Do"
 		}
 		stroke := ""
 		if overlapping[h.ID] {
@@ -161,8 +166,12 @@ func (pn panel) draw(p func(string, ...any)) {
 		p(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"%s><title>client %d %s fence %d, %s to %s</title></rect>`+"\n",
 			x0, y+5, max(x1-x0, 1.5), clientRow-12, fill, stroke, h.Client, what, h.Fence, seconds(h.Acquired), seconds(h.End()))
 		if h.Released > h.Until {
-			p(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="url(#overrun)"><title>client %d kept going %s past its validity</title></rect>`+"\n",
-				x(h.Until), y+5, max(x(h.Released)-x(h.Until), 1.5), clientRow-12, h.Client, seconds(h.Released-h.Until))
+			past := "its validity"
+			if h.ByDo {
+				past = "the notice of its loss"
+			}
+			p(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="url(#overrun)"><title>client %d kept going %s past %s</title></rect>`+"\n",
+				x(h.Until), y+5, max(x(h.Released)-x(h.Until), 1.5), clientRow-12, h.Client, seconds(h.Released-h.Until), past)
 		}
 		label := fmt.Sprintf("fence %d", h.Fence)
 		if h.Caught {

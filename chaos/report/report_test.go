@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -81,4 +82,32 @@ func TestTimeline_DrawsHoldsFaultsAndOverlaps(t *testing.T) {
 	} {
 		assert.Contains(t, svg, want)
 	}
+}
+
+func TestShownNotes_MergeAlikeMessagesAndKeepTheScenariosOwn(t *testing.T) {
+	var notes []history.Note
+	for i := range 3 {
+		notes = append(notes, history.Note{At: time.Duration(i) * ms, Text: fmt.Sprintf("client 0: redlock: master restarted recently addr=n%d uptime=0s", i)})
+	}
+	notes = append(notes,
+		history.Note{At: 5 * ms, Text: "client 1: redlock: master restarted recently addr=n0 uptime=0s"},
+		history.Note{At: 6 * ms, Text: "client 2: redlock: release failed key=k"},
+		history.Note{At: 10 * ms, Text: "client 1 cut from n0"},
+		history.Note{At: 11 * ms, Text: "client 1: redlock: lock lost key=k fence=7"},
+		history.Note{At: 12 * ms, Text: "client 1 saw its ctx cancelled"})
+	shown, hidden := shownNotes(notes, 4)
+	var texts []string
+	for _, n := range shown {
+		texts = append(texts, n.Text)
+	}
+	assert.Equal(t, []string{
+		"client 0: redlock: master restarted recently addr=n0 uptime=0s (and 2 alike)",
+		"client 1: redlock: master restarted recently addr=n0 uptime=0s",
+		"client 1 cut from n0",
+		"client 1 saw its ctx cancelled",
+	}, texts)
+	assert.Equal(t, 2, hidden)
+	all, none := shownNotes(notes[5:], 4)
+	assert.Len(t, all, 3)
+	assert.Zero(t, none)
 }

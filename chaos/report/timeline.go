@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/quorumlock/chaos/history"
@@ -44,9 +45,9 @@ const (
 func (t Timeline) WriteSVG(w io.Writer) error {
 	rec := t.Record
 	end := t.end()
-	notes := rec.Notes
-	if len(notes) > 14 {
-		notes = notes[:14]
+	notes, hidden := shownNotes(rec.Notes, maxNotes)
+	if hidden > 0 {
+		notes = append(notes, history.Note{At: end, Text: fmt.Sprintf("(%d more notes not shown)", hidden)})
 	}
 	top := 16 + 20*(1+len(t.Lines)) + 8
 	full := panel{t: t, from: 0, to: end, top: top}
@@ -57,7 +58,8 @@ func (t Timeline) WriteSVG(w io.Writer) error {
 	}
 	last := panels[len(panels)-1]
 	legendTop := last.top + last.height() + 20
-	height := legendTop + 60 + 16*len(notes) + 10
+	notesTop := legendTop + t.legend(func(string, ...any) {}, legendTop) + 18
+	height := notesTop + 16*len(notes) + 12
 
 	b := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -81,10 +83,77 @@ func (t Timeline) WriteSVG(w io.Writer) error {
 		if r := []rune(text); len(r) > 220 {
 			text = string(r[:220]) + "…"
 		}
-		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s<title>%s</title></text>`+"\n", legendTop+58+16*i, seconds(n.At), esc(text), esc(n.Text))
+		p(`<text x="16" y="%d" fill="#555" font-size="11">%s  %s<title>%s</title></text>`+"\n", notesTop+16*i, seconds(n.At), esc(text), esc(n.Text))
 	}
 	p("</svg>\n")
 	return b.Flush()
+}
+
+// maxNotes is how many notes a picture shows at most.
+const maxNotes = 14
+
+// shownNotes returns at most limit notes, in time order, and how many it
+// left out. A run of the library's messages (notes with "redlock: " after
+// the client) that say the same thing about different masters, as a
+// restart makes every client say about every master, is shown once. Then
+// the scenario's own notes go first, and the library's messages fill the
+// room that is left.
+func shownNotes(notes []history.Note, limit int) ([]history.Note, int) {
+	library := func(n history.Note) bool { return strings.Contains(n.Text, ": redlock: ") }
+	var merged []history.Note
+	alike := 0
+	for _, n := range notes {
+		if k := len(merged) - 1; k >= 0 && library(n) && library(merged[k]) && gist(n.Text) == gist(merged[k].Text) {
+			alike++
+			continue
+		}
+		if alike > 0 {
+			merged[len(merged)-1].Text += fmt.Sprintf(" (and %d alike)", alike)
+			alike = 0
+		}
+		merged = append(merged, n)
+	}
+	if alike > 0 {
+		merged[len(merged)-1].Text += fmt.Sprintf(" (and %d alike)", alike)
+	}
+	room, hidden := limit, 0
+	for _, n := range merged {
+		if !library(n) {
+			room--
+		}
+	}
+	var out []history.Note
+	for _, n := range merged {
+		switch {
+		case len(out) == limit:
+			hidden++
+		case !library(n):
+			out = append(out, n)
+		case room > 0:
+			out = append(out, n)
+			room--
+		default:
+			hidden++
+		}
+	}
+	return out, hidden
+}
+
+// gist is a library message without its attributes (" key=value" pairs).
+func gist(text string) string {
+	for i := 0; i < len(text); i++ {
+		if text[i] != ' ' {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && (text[j] == '_' || text[j] >= 'a' && text[j] <= 'z') {
+			j++
+		}
+		if j > i+1 && j < len(text) && text[j] == '=' {
+			return text[:i]
+		}
+	}
+	return text
 }
 
 // focus returns the window around the frozen holders and the C1 overlaps,

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -60,5 +62,106 @@ func TestExpectations_FailWhenTheOutcomeIsWrong(t *testing.T) {
 		} else {
 			assert.Empty(t, got, "scenario %s", tt.id)
 		}
+	}
+}
+
+// lockChurnResult is a run of scenario 11 that went as expected: locks in
+// every phase, every Lock call granted.
+func lockChurnResult(s *Scenario) *Result {
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
+		"killed": time.Second, "restarted": 2 * time.Second, "paused": 4 * time.Second, "unpausing": 5 * time.Second,
+	}}
+	for i := range 15 {
+		at := time.Second + time.Duration(i)*300*time.Millisecond
+		r.Record.Holds = append(r.Record.Holds, history.Hold{ID: i, Client: i % 4, Acquired: at, Until: at + time.Second, Released: at + 10*time.Millisecond})
+		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: i % 4, Start: at - 100*time.Millisecond, End: at, OK: true})
+	}
+	return r
+}
+
+func TestExpectations_LockChurn(t *testing.T) {
+	s := lockChurn()
+	tests := []struct {
+		name   string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", func(r *Result) {}, false},
+		{"no lock while n1 was paused", func(r *Result) { r.Record.Holds = r.Record.Holds[:10] }, true},
+		{"a Lock call waited out its bound", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: lockWaitBound, Err: errors.Join(redlock.ErrNotObtained, context.DeadlineExceeded)})
+		}, true},
+		{"a Lock call failed otherwise", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: time.Second, Err: redlock.ErrClosed})
+		}, true},
+		{"a Lock call ended by the run's end", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 5 * time.Second, End: 6 * time.Second, Err: errors.Join(redlock.ErrNotObtained, context.Canceled)})
+		}, false},
+		{"an element lost", func(r *Result) { r.C2 = check.LostWrites{Acked: 10, Lost: 1} }, true},
+		{"two holders", func(r *Result) { r.C1 = []check.Violation{{}} }, true},
+	}
+	for _, tt := range tests {
+		r := lockChurnResult(s)
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
+	}
+}
+
+// doResult is a run of scenario 12 that went as expected: the first holder
+// kept its lock on all five masters, the cut one was told before its
+// validity ended, and the next holder is another client with a larger
+// fence, after which the cut one's late write was rejected.
+func doResult(s *Scenario) *Result {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
+		"first acquired": sec(1), "paused": sec(1.4), "unpaused": sec(4.4),
+		"victim acquired": sec(7.1), "cut": sec(8.1), "validity bound": sec(9.8),
+	}}
+	r.Record.Holds = []history.Hold{
+		{ID: 0, Client: 0, Fence: 10, Masters: []int{0, 1, 2, 3, 4}, Acquired: sec(1), Until: sec(7), Released: sec(7), Done: true, ByDo: true},
+		{ID: 1, Client: 1, Fence: 12, Masters: []int{0, 1, 2, 3, 4}, Acquired: sec(7.1), Until: sec(9.6), Released: sec(9.9), Done: true, ByDo: true,
+			Lost: true, ReleaseErr: redlock.ErrLockLost},
+		{ID: 2, Client: 2, Fence: 13, Masters: []int{0, 1, 2}, Acquired: sec(9.85), Until: sec(12), Released: sec(12), Done: true, ByDo: true},
+	}
+	r.Record.Writes = []history.Write{
+		{Seq: 0, Hold: 0, Client: 0, Fence: 10, At: sec(2), Accepted: true},
+		{Seq: 1, Hold: 1, Client: 1, Fence: 12, At: sec(8), Accepted: true},
+		{Seq: 2, Hold: 2, Client: 2, Fence: 13, At: sec(9.87), Accepted: true},
+		{Seq: 3, Hold: 1, Client: 1, Fence: 12, At: sec(9.88), Accepted: false},
+	}
+	r.Record.Notes = []history.Note{{At: sec(9.6), Text: "client 1: redlock: lock lost key=chaos-12 fence=12 cause=no extension reached a quorum within the validity"}}
+	return r
+}
+
+func TestExpectations_DoAutoExtend(t *testing.T) {
+	s := doExtension()
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	tests := []struct {
+		name   string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", func(r *Result) {}, false},
+		{"the first holder lost its lock", func(r *Result) {
+			r.Record.Holds[0].Lost, r.Record.Holds[0].ReleaseErr = true, redlock.ErrLockLost
+		}, true},
+		{"the first holder held only part of the time", func(r *Result) { r.Record.Holds[0].Released = sec(4) }, true},
+		{"the faults missed the first holder's masters", func(r *Result) { r.Record.Holds[0].Masters = []int{0, 1, 2} }, true},
+		{"the cut holder was never told", func(r *Result) {
+			r.Record.Holds[1].Lost, r.Record.Holds[1].ReleaseErr = false, nil
+		}, true},
+		{"the cut holder was told after its validity", func(r *Result) { r.Record.Holds[1].Until = sec(9.9) }, true},
+		{"Do did not return ErrLockLost", func(r *Result) { r.Record.Holds[1].ReleaseErr = context.Canceled }, true},
+		{"the next fence is not larger", func(r *Result) { r.Record.Holds[2].Fence = 12 }, true},
+		{"the next holder is the same client", func(r *Result) { r.Record.Holds[2].Client = 1 }, true},
+		{"the late write was accepted", func(r *Result) { r.Record.Writes[3].Accepted = true }, true},
+		{"no late write", func(r *Result) { r.Record.Writes = r.Record.Writes[:3] }, true},
+		{"the library did not report the loss", func(r *Result) { r.Record.Notes = nil }, true},
+		{"no bound on the validity", func(r *Result) { delete(r.Marks, "validity bound") }, true},
+	}
+	for _, tt := range tests {
+		r := doResult(s)
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
 	}
 }

@@ -26,7 +26,19 @@ const (
 	warmUpLimit = 20 * time.Second
 	// maxOps bounds each client's operations in one run.
 	maxOps = 5000
+	// doStep is the longest pause between two rounds of writes of a Do
+	// holder.
+	doStep = 100 * time.Millisecond
 )
+
+// direct returns every master's own address, past the links.
+func direct(c cluster.Cluster) []string {
+	addrs := make([]string, c.Size())
+	for i := range addrs {
+		addrs[i] = c.Direct(i)
+	}
+	return addrs
+}
 
 // Run plays s on a new cluster of backend b and returns the outcome. Every
 // container, process, proxy and client it starts is removed through
@@ -61,10 +73,15 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		}
 	}
 	set := &workload.Set{}
+	masters := direct(c)
 	w, err := workload.New(workload.Config{
 		Key: key, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
 		Seed: seed, MaxOps: maxOps, Pause: 20 * time.Millisecond, Backoff: 30 * time.Millisecond,
 		CatchBound: 4*s.TTL + 2*time.Second,
+
+		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
+		HoldFor: s.HoldFor, Step: doStep, LateWrite: s.LateWrite, Stagger: s.Stagger,
+		FenceOf: fenceReader(masters, key, clients[0].Quorum()),
 	})
 	if err != nil {
 		return nil, err
@@ -163,11 +180,7 @@ func residueAndLiveness(ctx context.Context, e *Env, s *Scenario) (check.Residue
 	residue, scanErrs := e.Scan(ctx)
 
 	live := check.Liveness{Bound: s.TTL + retryBudget}
-	addrs := make([]string, e.Cluster.Size())
-	for i := range addrs {
-		addrs[i] = e.Cluster.Direct(i)
-	}
-	c, err := newClient(addrs, s, e.History, -1)
+	c, err := newClient(direct(e.Cluster), s, e.History, -1)
 	if err != nil {
 		live.Err = err
 		return residue, scanErrs, scanAt, live

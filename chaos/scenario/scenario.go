@@ -39,6 +39,20 @@ type Scenario struct {
 	// longer than the guard window.
 	WarmUp bool
 
+	// Mode is how the clients take the lock: TryLock (the default), Lock or
+	// Do.
+	Mode workload.Mode
+	// Workers is how many goroutines each client runs; 0 means one.
+	Workers int
+	// Wait bounds each Lock or Do call's wait for the lock.
+	Wait time.Duration
+	// HoldFor is how long a Do holder keeps the lock.
+	HoldFor time.Duration
+	// LateWrite makes a Do holder told of its loss write once more, late.
+	LateWrite bool
+	// Stagger delays the start of client i by i times Stagger.
+	Stagger time.Duration
+
 	// Setup runs before the workload, e.g. to partition the clients.
 	Setup func(ctx context.Context, e *Env) error
 	// Inject runs while the workload runs and injects the faults. It should
@@ -76,12 +90,17 @@ type Env struct {
 // Mark records the current time under name, for Expect to read from
 // Result.Marks, and returns it.
 func (e *Env) Mark(name string) time.Duration {
+	now := e.History.Now()
+	e.MarkAt(name, now)
+	return now
+}
+
+// MarkAt records t, a time on the run's clock, under name.
+func (e *Env) MarkAt(name string, t time.Duration) {
 	if e.marks == nil {
 		e.marks = map[string]time.Duration{}
 	}
-	now := e.History.Now()
-	e.marks[name] = now
-	return now
+	e.marks[name] = t
 }
 
 // Deadline returns a context that ends at t on the run's clock.
@@ -113,11 +132,7 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 // Scan lists the lock keys on every master that answers, past every link
 // fault, and the failed attempts' tokens among them.
 func (e *Env) Scan(ctx context.Context) (check.Residue, []error) {
-	addrs := make([]string, e.Cluster.Size())
-	for i := range addrs {
-		addrs[i] = e.Cluster.Direct(i)
-	}
-	keys, errs := check.Scan(ctx, addrs)
+	keys, errs := check.Scan(ctx, direct(e.Cluster))
 	rec := e.History.Snapshot()
 	return check.Leftovers(keys, rec.FailedTokens()), errs
 }

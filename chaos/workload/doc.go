@@ -3,6 +3,12 @@
 // checker C2) and a fenced write (for checker C3). Every attempt, hold and
 // write goes into the run's history.
 //
+// The clients take the lock in one of three ways (Mode): TryLock with a
+// backoff of their own; Lock, which waits, with several goroutines per
+// client so that the client's local line of waiters is used too; or Do,
+// whose function holds the lock for several TTLs while the library extends
+// it and stops when the library reports the lock lost.
+//
 // A Gate lets a scenario freeze one holder inside its critical section, after
 // it checked its validity and before it writes: the process pause that
 // Redlock cannot protect against. HoldOff and Resume let a scenario quiesce

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,33 @@ import (
 	"github.com/quorumlock/quorumlock/chaos/history"
 	"github.com/quorumlock/quorumlock/redlock"
 )
+
+// Mode is how the clients take the lock.
+type Mode int
+
+const (
+	// TryLockMode makes one attempt at a time, with the workload's own
+	// backoff after a failure, so that every attempt is measured.
+	TryLockMode Mode = iota
+	// LockMode waits in Lock: release announcements, the client's local
+	// line of goroutines, split votes resolved, backoff. An attempt is one
+	// Lock call, bounded by Config.Wait.
+	LockMode
+	// DoMode runs a long critical section as Do's function, which the
+	// library keeps extended; see do.go.
+	DoMode
+)
+
+// String names the mode as the scenarios describe it.
+func (m Mode) String() string {
+	switch m {
+	case LockMode:
+		return "Lock"
+	case DoMode:
+		return "Do"
+	}
+	return "TryLock"
+}
 
 // Config says what the clients do.
 type Config struct {
@@ -21,6 +49,31 @@ type Config struct {
 	Set     *Set
 	Store   *Fenced
 	Gate    *Gate
+	// Mode is how the clients take the lock; TryLockMode by default.
+	Mode Mode
+	// Workers is how many goroutines each client runs, each with its own
+	// loop, all sharing the client's redlock.Client; 0 means one. Under
+	// Lock, the goroutines of a client wait in its local line.
+	Workers int
+	// Wait bounds each Lock call's wait for the lock, and Do's (LockMode
+	// and DoMode).
+	Wait time.Duration
+	// HoldFor is how long Do's function keeps the lock (DoMode).
+	HoldFor time.Duration
+	// Step is the longest pause between two rounds of writes in Do's
+	// function (DoMode); each pause is random in [Step/2, Step].
+	Step time.Duration
+	// FenceOf returns the fence of the lock that token holds on Key, the
+	// masters that hold the token, and whether the fence could be found
+	// (DoMode): Do gives its function no lock, so neither its fence.
+	FenceOf func(ctx context.Context, token string) (fence int64, masters []int, ok bool)
+	// Stagger delays the start of client i by i times Stagger, so that the
+	// first holder takes the lock without contenders.
+	Stagger time.Duration
+	// LateWrite makes a Do holder told of its loss make one more fenced
+	// write once a newer holder has written, as a holder that ignored the
+	// notice would (DoMode). The fenced store must reject it.
+	LateWrite bool
 	// Seed seeds each client's random pauses; the same seed gives the same
 	// sequence of pauses, not the same run.
 	Seed uint64
@@ -47,9 +100,21 @@ func (c Config) validate() error {
 		return errors.New("workload: need a history, a set, a fenced store and a gate")
 	case c.MaxOps <= 0 || c.Backoff <= 0 || c.CatchBound <= 0 || c.Pause < 0:
 		return errors.New("workload: need positive MaxOps, Backoff and CatchBound, and a Pause >= 0")
+	case c.Workers < 0:
+		return errors.New("workload: Workers must not be negative")
+	case c.Mode != TryLockMode && c.Wait <= 0:
+		return fmt.Errorf("workload: %v needs a positive Wait", c.Mode)
+	case c.Mode == DoMode && (c.HoldFor <= 0 || c.Step <= 0 || c.FenceOf == nil):
+		return errors.New("workload: Do needs a positive HoldFor and Step, and FenceOf")
+	case c.Mode != LockMode && c.Workers > 1:
+		// TryLock attempts and Do holds learn their token as the last one
+		// their client generated.
+		return fmt.Errorf("workload: %v runs one goroutine per client", c.Mode)
 	}
 	return nil
 }
+
+func (c Config) workers() int { return max(c.Workers, 1) }
 
 // Workload is a set of clients contending for one key.
 type Workload struct {
@@ -66,17 +131,19 @@ func New(cfg Config) (*Workload, error) {
 	return &Workload{cfg: cfg}, nil
 }
 
-// Run runs every client until ctx is done or it reached MaxOps, and returns
-// when all have stopped. Releases and extensions that are under way when
-// ctx ends still finish, each within its own bound.
+// Run runs every client's goroutines until ctx is done or each reached
+// MaxOps, and returns when all have stopped. Releases and extensions that
+// are under way when ctx ends still finish, each within its own bound.
 func (w *Workload) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range w.cfg.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.client(ctx, i)
-		}()
+		for k := range w.cfg.workers() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.worker(ctx, i, k)
+			}()
+		}
 	}
 	wg.Wait()
 }
@@ -88,13 +155,22 @@ func (w *Workload) HoldOff(ctx context.Context) error { return w.valve.close(ctx
 // Resume lets the clients go on after HoldOff.
 func (w *Workload) Resume() { w.valve.open() }
 
-func (w *Workload) client(ctx context.Context, i int) {
-	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(i)))
+// worker is goroutine k of client i.
+func (w *Workload) worker(ctx context.Context, i, k int) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(i)|uint64(k)<<32))
+	if !sleep(ctx, time.Duration(i)*w.cfg.Stagger) {
+		return
+	}
 	for op := 0; op < w.cfg.MaxOps; op++ {
 		if !w.valve.enter(ctx) {
 			return
 		}
-		held := w.once(ctx, i, rng)
+		var held bool
+		if w.cfg.Mode == DoMode {
+			held = w.do(ctx, i, k, rng)
+		} else {
+			held = w.once(ctx, i, k, rng)
+		}
 		w.valve.leave()
 		// After a failure, back off; after a release, give the others a
 		// chance before trying again.
@@ -108,19 +184,32 @@ func (w *Workload) client(ctx context.Context, i int) {
 	}
 }
 
-// once makes one attempt and, if it got the lock, runs the critical section.
-// It reports whether it got the lock.
-func (w *Workload) once(ctx context.Context, i int, rng *rand.Rand) bool {
+// once makes one attempt (TryLock, or Lock within Wait) and, if it got the
+// lock, runs the critical section. It reports whether it got the lock.
+func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	h := w.cfg.History
 	start := h.Now()
-	l, err := w.cfg.Clients[i].TryLock(ctx, w.cfg.Key, w.cfg.TTL)
+	var l *redlock.Lock
+	var err error
+	var token string
+	if w.cfg.Mode == LockMode {
+		lctx, cancel := context.WithTimeout(ctx, w.cfg.Wait)
+		l, err = w.cfg.Clients[i].Lock(lctx, w.cfg.Key, w.cfg.TTL)
+		cancel()
+		if err == nil {
+			token = l.Token() // the client's other goroutines make tokens too
+		}
+	} else {
+		l, err = w.cfg.Clients[i].TryLock(ctx, w.cfg.Key, w.cfg.TTL)
+		token = h.LastToken(i)
+	}
 	end := h.Now()
-	h.Attempt(history.Attempt{Client: i, Token: h.LastToken(i), Start: start, End: end, OK: err == nil, Err: err})
+	h.Attempt(history.Attempt{Client: i, Worker: k, Token: token, Start: start, End: end, OK: err == nil, Err: err})
 	if err != nil {
 		return false
 	}
 	hold := history.Hold{
-		Client: i, Key: w.cfg.Key, Token: l.Token(), Fence: l.Fence(),
+		Client: i, Worker: k, Key: w.cfg.Key, Token: l.Token(), Fence: l.Fence(),
 		Acquired: end, Until: h.At(l.Until()),
 	}
 	hold.ID = h.Acquire(hold)

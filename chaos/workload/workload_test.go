@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/redlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -109,4 +110,37 @@ func TestValve_HoldOffWaitsForOperationsInFlight(t *testing.T) {
 	v.open()
 	assert.True(t, v.enter(ctx))
 	v.leave()
+}
+
+func TestConfig_ValidateTheModes(t *testing.T) {
+	base := func() Config {
+		return Config{Key: "k", TTL: time.Second, Clients: make([]*redlock.Client, 1), History: history.New(), Set: &Set{}, Store: NewFenced(history.New()),
+			Gate: &Gate{}, MaxOps: 1, Backoff: time.Millisecond, CatchBound: time.Second}
+	}
+	fence := func(context.Context, string) (int64, []int, bool) { return 0, nil, false }
+	tests := []struct {
+		name string
+		edit func(c *Config)
+		ok   bool
+	}{
+		{"TryLock", func(c *Config) {}, true},
+		{"Lock without a wait bound", func(c *Config) { c.Mode = LockMode }, false},
+		{"Lock with goroutines", func(c *Config) { c.Mode, c.Wait, c.Workers = LockMode, time.Second, 3 }, true},
+		{"TryLock with goroutines", func(c *Config) { c.Workers = 2 }, false},
+		{"Do without FenceOf", func(c *Config) {
+			c.Mode, c.Wait, c.HoldFor, c.Step = DoMode, time.Second, time.Second, time.Millisecond
+		}, false},
+		{"Do", func(c *Config) {
+			c.Mode, c.Wait, c.HoldFor, c.Step, c.FenceOf = DoMode, time.Second, time.Second, time.Millisecond, fence
+		}, true},
+		{"Do with goroutines", func(c *Config) {
+			c.Mode, c.Wait, c.HoldFor, c.Step, c.FenceOf, c.Workers = DoMode, time.Second, time.Second, time.Millisecond, fence, 2
+		}, false},
+	}
+	for _, tt := range tests {
+		c := base()
+		tt.edit(&c)
+		_, err := New(c)
+		assert.Equal(t, tt.ok, err == nil, "%s: %v", tt.name, err)
+	}
 }
