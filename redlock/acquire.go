@@ -16,11 +16,7 @@ import (
 // reached: TryLock deletes its token everywhere it may have landed, and waits
 // up to one node timeout for that.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, err := c.check(ctx, key, ttl)
-	if err != nil {
-		return nil, err
-	}
-	lo, err := lockOpts(opts)
+	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +38,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, err := c.check(ctx, key, ttl)
-	if err != nil {
-		return nil, err
-	}
-	lo, err := lockOpts(opts)
+	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -118,4 +110,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, a.err
 		}
 	}
+}
+
+// prepare validates what TryLock and Lock take.
+func (c *Client) prepare(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
+	ttl, err := c.check(ctx, key, ttl)
+	if err != nil {
+		return 0, lockOptions{}, err
+	}
+	lo, err := lockOpts(opts)
+	return ttl, lo, err
 }
