@@ -224,7 +224,7 @@ func (f *fakeNode) apply(r request) grant {
 		k.token, k.until = r.token, now.Add(r.ttl)
 		f.counters[r.key]++
 		f.floor = max(f.floor, f.counters[r.key])
-		return grant{ok: true, counter: f.counters[r.key]}
+		return grant{ok: true, counter: f.counters[r.key], tookOver: true}
 	case r.owner == "" && k.token == r.token:
 		return grant{ok: true, counter: f.counters[r.key]}
 	case r.owner != "" && k.owner == r.owner:

@@ -81,6 +81,31 @@ func TestHandOver_FailureFallsBackToARelease(t *testing.T) {
 	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
 }
 
+// A lock whose keys vanished from every master (flushed, or a master that
+// restarted empty) is still handed to the waiter, who finds the key free,
+// but its Release reports that it was no longer held.
+func TestHandOver_OfALockNoMasterHeldIsReported(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	out := waitFor(t, context.Background(), c, fakes, "k")
+	for _, f := range fakes {
+		f.mu.Lock()
+		delete(f.keys, "k")
+		f.mu.Unlock()
+	}
+
+	err = a.Release(context.Background())
+	require.ErrorIs(t, err, ErrLockNotHeld)
+	assert.ErrorIs(t, a.Err(), ErrLockLost, "the loss is reported, not hidden")
+	<-a.Done()
+	r := <-out
+	require.NoError(t, r.err, "the waiter has the lock all the same")
+	assert.Greater(t, r.l.Fence(), a.Fence())
+	require.NoError(t, r.l.Release(context.Background()))
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
+}
+
 // A waiter whose ctx ends while a hand-over to it is under way takes the
 // outcome and gives the lock back: nothing is left held.
 func TestHandOver_WaiterGoneMeanwhile(t *testing.T) {

@@ -308,9 +308,16 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		wasLost = true
 	}
-	if !wasLost && l.handOver(ctx) {
-		l.end(releasedState, nil)
-		return nil
+	if !wasLost {
+		switch l.handOver(ctx) {
+		case handedOver:
+			l.end(releasedState, nil)
+			return nil
+		case handedOverFree:
+			// The waiter has the lock, but this one had ended unseen.
+			l.end(lost, ErrLockLost)
+			return fmt.Errorf("%w: no master of the new holder's quorum still held key %q", ErrLockNotHeld, l.req.key)
+		}
 	}
 	err := l.release(ctx)
 	switch {
@@ -328,23 +335,42 @@ func (l *Lock) Release(ctx context.Context) error {
 // waits for it, in one round instead of a release and an acquire: on each
 // master the key goes from this token to the waiter's, never free in
 // between, under the rules of any acquisition (quorum, validity, fence,
-// roll-back). It reports whether the waiter now holds the lock; if not, the
-// waiter tries again by itself and this lock is released as usual.
-func (l *Lock) handOver(ctx context.Context) bool {
-	if l.req.owner != "" {
-		return false
+// roll-back). If the hand-over fails the waiter tries again by itself and
+// this lock is released as usual. A lock past its validity is not handed
+// over: its Release must report it.
+func (l *Lock) handOver(ctx context.Context) handOverResult {
+	if l.req.owner != "" || l.Validity() <= 0 {
+		return notHandedOver
 	}
 	c := l.c
 	w := c.hub.claim(l.req.key)
 	if w == nil {
-		return false
+		return notHandedOver
 	}
 	lo := w.lo
 	lo.from, lo.after = l.req.token, l.rounds
 	a := c.attempt(ctx, l.req.key, w.ttl, lo)
 	w.handed <- a.lock
-	return a.lock != nil
+	if a.lock == nil {
+		return notHandedOver
+	}
+	// The quorum's masters answered before the lock was handed out: read
+	// whether any of them still held this token.
+	for _, i := range a.lock.Granted() {
+		if a.lock.grants[i].tookOver {
+			return handedOver
+		}
+	}
+	return handedOverFree
 }
+
+type handOverResult int8
+
+const (
+	notHandedOver  handOverResult = iota
+	handedOver                    // the waiter holds the lock, taken over from this one
+	handedOverFree                // the waiter holds the lock, but no master of its quorum held this one any more
+)
 
 func (l *Lock) release(ctx context.Context) error {
 	c := l.c

@@ -60,6 +60,8 @@ type grant struct {
 	counter int64         // the key's fencing counter, when ok
 	pttl    time.Duration // the holder's remaining TTL, when not ok; < 0 if it has none
 	holder  string        // who holds the key, when not ok
+	// tookOver: a hand-over found the lock it takes over here and replaced it.
+	tookOver bool
 }
 
 // extended is one master's answer to an extension.
@@ -143,7 +145,12 @@ func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 		return grant{}, fmt.Errorf("acquire: unexpected reply %v", v)
 	}
 	if ok == 1 {
-		return grant{ok: true, counter: num}, nil
+		g := grant{ok: true, counter: num}
+		if len(xs) > 2 {
+			took, _ := redis.Int64(xs[2], nil)
+			g.tookOver = took == 1
+		}
+		return g, nil
 	}
 	g := grant{pttl: time.Duration(num) * time.Millisecond}
 	if len(xs) > 2 {

@@ -7,8 +7,9 @@
 -- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
 -- where it holds the key, the key passes to this token at once, never free
 -- in between.
--- Returns {1, counter} when this node grants the lock, {0, PTTL of the holder,
--- the holder} when it does not (PTTL -3 when the attempt was already rolled
+-- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
+-- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder}
+-- when it does not (PTTL -3 when the attempt was already rolled
 -- back here). The holder is the token of a plain lock, "owner:<owner>" of a
 -- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -32,7 +33,7 @@ if owner == '' then
   if from ~= '' and v == from then
     if voided() then return {0, -3, v} end
     redis.call('SET', lock, token, 'PX', ttl)
-    return {1, bump(ckey, floor, keep)}
+    return {1, bump(ckey, floor, keep), 1}
   end
   -- A retried request that already took effect here.
   if v == token then
