@@ -3,7 +3,7 @@ GO      ?= go
 # Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
 MODULES := chaos bench
 
-.PHONY: test lint unit benchtest chaos bench bench-report bench-report
+.PHONY: test lint unit benchtest chaos bench bench-report
 
 test: lint unit benchtest chaos
 

@@ -78,7 +78,7 @@ func (g *guard) observe(addr string, info, config any, dials uint64) {
 	if s, err := redis.String(info, nil); err == nil {
 		if up, id, ok := parseInfo(s); ok {
 			h.known, h.runID = true, id
-			h.bootAt = g.clock.Now().Add(-up)
+			h.bootAt = g.clock.Now().Add(-youngest(up))
 		}
 	}
 	if kv, err := redis.StringMap(config, nil); err == nil {
@@ -86,7 +86,7 @@ func (g *guard) observe(addr string, info, config any, dials uint64) {
 	}
 	prev := g.state.Load()
 	if prev != nil && prev.known && h.known && prev.runID == h.runID && prev.bootAt.After(h.bootAt) {
-		// Uptime comes in whole seconds; keep the later, more cautious estimate.
+		// The same master seen again: keep the later, more cautious estimate.
 		h.bootAt = prev.bootAt
 	}
 	g.state.Store(&h)
@@ -111,6 +111,15 @@ func (g *guard) observe(addr string, info, config any, dials uint64) {
 				"addr", addr, "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
 		}
 	}
+}
+
+// youngest is the shortest time a master can have been up when INFO says
+// uptime_in_seconds is up. Redis counts it as the difference of two clock
+// readings truncated to whole seconds, so it runs up to a second ahead: a
+// master started at 10.9 s reports 1 at 11.0 s, after 0.1 s. Taking the
+// uptime at its word would end a quarantine up to a second early.
+func youngest(up time.Duration) time.Duration {
+	return max(up-time.Second, 0)
 }
 
 // parseInfo reads uptime_in_seconds and run_id from INFO server.

@@ -475,8 +475,9 @@ func TestIntegration_RestartGuard(t *testing.T) {
 			srv := masters(t, 5)
 			if guard {
 				// Let the masters age past the window, so that only the
-				// restarted one is in quarantine. Uptime comes in whole seconds.
-				time.Sleep(2100 * time.Millisecond)
+				// restarted one is in quarantine. Uptime comes in whole
+				// seconds and is read as the youngest it can be: a second less.
+				time.Sleep(3100 * time.Millisecond)
 			}
 			ctx := context.Background()
 			for _, s := range srv[3:] {
@@ -536,9 +537,11 @@ func TestIntegration_RestartGuard_LongLivedClientAndDurableMaster(t *testing.T) 
 	}
 	require.False(t, st.Nodes[3].Quarantined, "durable")
 
-	// With a window of one second the fresh masters soon vote.
+	// With a window of one second the fresh masters soon vote: once their
+	// uptime, counted in whole seconds and read as the youngest it can be,
+	// says they have been up for a second.
 	c2 := client(t, all, WithRestartGuard(time.Second))
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(2100 * time.Millisecond)
 	l, err := c2.TryLock(ctx, "k", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))

@@ -105,7 +105,9 @@ func WithTokenGenerator(f func() (string, error)) Option {
 // are still set and deleted there so it rejoins in step. Default: the longest
 // TTL this client has used, plus its drift reserve. 0 turns the guard off.
 // Must not be negative. A master with appendonly yes and appendfsync always
-// keeps its keys across a restart and is never quarantined.
+// keeps its keys across a restart and is never quarantined. INFO gives
+// uptime in whole seconds and can run a second ahead, so the guard reads it
+// as a second less: a quarantine lasts up to two seconds beyond window.
 func WithRestartGuard(window time.Duration) Option {
 	return optionFunc(func(o *options) { o.restartGuard = window })
 }

@@ -25,7 +25,7 @@ func lockChurn() *Scenario {
 		ID: "11", Name: "lock-churn",
 		Shows:    "4 clients x 3 goroutines loop Lock, critical section, Release; n3, n4 SIGKILLed and restarted empty (guard on), then n1 SIGSTOPped",
 		Expected: "locks granted in every phase, no Lock call waits out its bound, C1 clean, C2 0% lost, C3 no stale write, C4 ok",
-		Nodes:    5, Clients: 4, Workers: 3, TTL: time.Second, Run: 6500 * time.Millisecond,
+		Nodes:    5, Clients: 4, Workers: 3, TTL: time.Second, Run: 7500 * time.Millisecond,
 		Guard: true, WarmUp: true,
 		Mode: workload.LockMode, Wait: lockWaitBound,
 	}
@@ -48,11 +48,12 @@ func lockChurn() *Scenario {
 			}
 		}
 		e.Mark("restarted")
-		// The guard keeps n3 and n4 out of the quorum until their uptime,
-		// which INFO gives in whole seconds, passes the TTL and the drift
-		// reserve: at most 2 s. Only then is another master paused, so that
-		// a majority votes throughout.
-		if err := e.Sleep(ctx, 2*s.TTL+300*time.Millisecond); err != nil {
+		// The guard keeps n3 and n4 out of the quorum until their uptime
+		// passes the TTL and the drift reserve. INFO gives it in whole
+		// seconds, up to one ahead, and the guard reads it as a second less:
+		// at most the window plus 2 s. Only then is another master paused,
+		// so that a majority votes throughout.
+		if err := e.Sleep(ctx, s.TTL+s.TTL/100+2200*time.Millisecond); err != nil {
 			return err
 		}
 		if err := e.Cluster.Pause(ctx, 1); err != nil {
