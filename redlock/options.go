@@ -103,12 +103,13 @@ func WithTokenGenerator(f func() (string, error)) Option {
 // WithRestartGuard sets how long a master that restarted stays out of the
 // quorum: its votes do not count until its uptime reaches window, though keys
 // are still set and deleted there so it rejoins in step. Default: the longest
-// TTL this client has used, plus its drift reserve: where other clients lock
+// TTL this client has used, plus its drift reserve; where other clients lock
 // the same keys with longer TTLs, pass the longest of theirs (plus drift)
-// instead. 0 turns the guard off; window must not be negative. A master with appendonly yes and appendfsync always
-// keeps its keys across a restart and is never quarantined. INFO gives
-// uptime in whole seconds and can run a second ahead, so the guard reads it
-// as a second less: a quarantine lasts up to two seconds beyond window.
+// instead. 0 turns the guard off; window must not be negative. A master with
+// appendonly yes and appendfsync always keeps its keys across a restart and
+// is never quarantined. INFO gives uptime in whole seconds and can run a
+// second ahead, so the guard reads it as a second less: a quarantine lasts up
+// to two seconds beyond window.
 func WithRestartGuard(window time.Duration) Option {
 	return optionFunc(func(o *options) { o.restartGuard = window })
 }
