@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,9 +94,7 @@ func TestIntegration_RestartGuard_LateInASecond(t *testing.T) {
 
 func uptime(t *testing.T, s *redistest.Server) int {
 	t.Helper()
-	info, err := redis.String(do(t, s, "INFO", "server"), nil)
+	up, err := s.Uptime()
 	require.NoError(t, err)
-	up, _, ok := parseInfo(info)
-	require.True(t, ok)
-	return int(up / time.Second)
+	return up
 }

@@ -29,3 +29,17 @@ func TestServer_KillAndRestart(t *testing.T) {
 	require.NoError(t, s.Restart(redistest.Ephemeral))
 	assert.NotEqual(t, pid, s.PID())
 }
+
+func TestServer_Uptime(t *testing.T) {
+	s := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	up, err := s.Uptime()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, up, 2, "a server just started")
+	time.Sleep(2100 * time.Millisecond)
+	later, err := s.Uptime()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, later, up+2)
+	require.NoError(t, s.Kill())
+	_, err = s.Uptime()
+	assert.Error(t, err, "a killed server has no uptime")
+}
