@@ -350,18 +350,20 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 	lo := w.lo
 	lo.from, lo.after = l.req.token, l.rounds
 	a := c.attempt(ctx, l.req.key, w.ttl, lo)
-	w.handed <- a.lock
-	if a.lock == nil {
-		return notHandedOver
-	}
-	// The quorum's masters answered before the lock was handed out: read
-	// whether any of them still held this token.
-	for _, i := range a.lock.Granted() {
-		if a.lock.grants[i].tookOver {
-			return handedOver
+	result := notHandedOver
+	if a.lock != nil {
+		// Read, before the waiter has the lock, whether any master of its
+		// quorum still held this token.
+		result = handedOverFree
+		for _, i := range a.lock.Granted() {
+			if a.lock.grants[i].tookOver {
+				result = handedOver
+				break
+			}
 		}
 	}
-	return handedOverFree
+	w.handed <- a.lock
+	return result
 }
 
 type handOverResult int8
