@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,7 @@ type guard struct {
 	log    *slog.Logger
 	window func() time.Duration
 
+	mu      sync.Mutex // serialises observe
 	state   atomic.Pointer[health]
 	seen    atomic.Uint64 // the pool's dial count at the last answer
 	recheck atomic.Bool   // for pools that do not count dials: ask again
@@ -72,8 +74,17 @@ func (g *guard) connectionLost() {
 	}
 }
 
-// observe records the answers to INFO server and CONFIG GET append*.
+// observe records the answers to INFO server and CONFIG GET append*, asked
+// on a connection taken when the pool had dialled dials times. An answer
+// from before the last one recorded is dropped: its connection is older,
+// and may have reached the master before a restart that the last answer
+// saw (a client paused between reading a reply and recording it).
 func (g *guard) observe(addr string, info, config any, dials uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if dials < g.seen.Load() {
+		return
+	}
 	h := health{}
 	if s, err := redis.String(info, nil); err == nil {
 		if up, id, ok := parseInfo(s); ok {
@@ -90,12 +101,7 @@ func (g *guard) observe(addr string, info, config any, dials uint64) {
 		h.bootAt = prev.bootAt
 	}
 	g.state.Store(&h)
-	for {
-		old := g.seen.Load()
-		if dials <= old || g.seen.CompareAndSwap(old, dials) {
-			break
-		}
-	}
+	g.seen.Store(dials)
 	g.recheck.Store(false)
 
 	switch {

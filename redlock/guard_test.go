@@ -98,3 +98,24 @@ func uptime(t *testing.T, s *redistest.Server) int {
 	require.NoError(t, err)
 	return up
 }
+
+// An answer read from an older connection but recorded late (its goroutine
+// held up between the reply and observe) must not undo what a newer
+// connection saw: the master restarted in between.
+func TestGuard_AnOlderConnectionsLateAnswerIsDropped(t *testing.T) {
+	const window = 10 * time.Second
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	g := &guard{clock: clk, log: quiet(), window: func() time.Duration { return window }}
+	g.observe("m", "run_id:old\r\nuptime_in_seconds:5000\r\n", []any{}, 4)
+	require.True(t, g.load().trusted(clk.Now(), window))
+
+	g.observe("m", "run_id:new\r\nuptime_in_seconds:0\r\n", []any{}, 5) // restarted
+	g.observe("m", "run_id:old\r\nuptime_in_seconds:5000\r\n", []any{}, 4)
+	h := g.load()
+	assert.Equal(t, "new", h.runID)
+	assert.False(t, h.trusted(clk.Now(), window), "the restarted master is still in quarantine")
+
+	g.observe("m", "run_id:new\r\nuptime_in_seconds:3\r\n", []any{}, 6)
+	assert.Equal(t, uint64(6), g.seen.Load())
+	assert.False(t, g.load().trusted(clk.Now(), window))
+}
