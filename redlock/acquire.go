@@ -20,6 +20,10 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	if err != nil {
 		return nil, err
 	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.work.done()
 	a := c.attempt(ctx, key, ttl, lo)
 	if a.err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: %w", a.err, context.Cause(ctx))
@@ -42,6 +46,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.work.done()
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.
 	// An owner may already hold the key, so it always tries at once.
@@ -64,6 +72,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if !ok {
 			return nil, a.err
 		}
+		delay = max(delay, 0)
 		if a.hint > 0 && a.hint < delay {
 			delay = a.hint
 		}
@@ -76,12 +85,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			// rollbacks are done. Retry at once, spread by a little jitter.
 			delay = rand.N(c.nodeTimeout(ttl)/10 + time.Millisecond)
 		}
+		c.o.logger.Debug("redlock: lock not obtained; waiting to retry",
+			"key", key, "retry", n, "wait", delay, "err", a.err)
 		handed, err := w.wait(ctx, delay)
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
 				return nil, err
 			}
-			return nil, errors.Join(ErrNotObtained, err, a.err)
+			return nil, fmt.Errorf("%w; gave up waiting: %w", a.err, err)
 		}
 		if handed != nil {
 			acquired = true

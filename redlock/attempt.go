@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/quorumlock"
@@ -148,24 +149,22 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		// A split this attempt lost: the winner keeps its grants and asks
 		// again; wait for its release, or the backoff.
 	}
-	out.err = c.notObtained(key, last, fenceErr, ok, elapsed, validity, timeout)
+	out.err = c.notObtained(key, last, fenceErr, ok, elapsed, validity, timeout, window)
 	return out
 }
 
 // acquireRound fans the acquire script out once. On each master it first
-// waits for the rounds in after (a hand-over waits for the acquisition of
+// waits for the requests of after (a hand-over waits for every request of
 // the lock it takes over, as a release does).
-func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after []round) (round, error) {
+func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	n := len(c.nodes)
 	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n)}
-	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
+	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock},
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
-			for _, a := range after {
-				select {
-				case <-a.res.Done(i):
-				case <-ctx.Done():
+			if after != nil {
+				if _, err := after.settle(ctx, i); err != nil {
 					r.failed[i] = true
-					return quorumlock.No, c.nodeErr(i, ctx.Err())
+					return quorumlock.No, c.nodeErr(i, err)
 				}
 			}
 			g, err := c.nodes[i].acquire(ctx, req)
@@ -223,9 +222,10 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // notObtained explains a failed attempt.
-func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool, elapsed, validity, timeout time.Duration) error {
+func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
 	res := last.res
 	var why string
+	var quarantine error
 	switch {
 	case fenceErr != nil:
 		why = fenceErr.Error()
@@ -235,6 +235,9 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
 		if len(res.Abstained) > 0 {
 			why += fmt.Sprintf(", %d more in restart quarantine", len(res.Abstained))
+			if len(res.Yes)+len(res.Abstained) >= c.quorum {
+				quarantine = c.quarantined(res.Abstained, window)
+			}
 		}
 		switch {
 		case len(res.Pending) > 0 && elapsed >= timeout:
@@ -243,10 +246,25 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 			why += fmt.Sprintf(", %d had not answered when the quorum was out of reach", len(res.Pending))
 		}
 	}
-	if res.Err != nil {
+	switch {
+	case quarantine != nil && res.Err != nil:
+		return fmt.Errorf("%w: key %q: %s: %w: %w", ErrNotObtained, key, why, quarantine, res.Err)
+	case quarantine != nil:
+		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, quarantine)
+	case res.Err != nil:
 		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err)
 	}
 	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
+}
+
+// quarantined explains why the masters given did not vote.
+func (c *Client) quarantined(masters []int, window time.Duration) error {
+	names := make([]string, len(masters))
+	for j, i := range masters {
+		names[j] = c.nodes[i].addr()
+	}
+	return fmt.Errorf("%w: %s restarted less than the guard window of %v ago; they vote again once up that long (a fresh cluster waits one window; the window grows with the longest TTL this client used, see WithRestartGuard)",
+		ErrQuarantined, strings.Join(names, ", "), window)
 }
 
 // rollback deletes the attempt's token on every master it may have reached
@@ -276,9 +294,7 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 	req.rollback = true
 	finished := make(chan struct{}, len(targets))
 	for _, i := range targets {
-		c.bg.Add(1)
-		go func() {
-			defer c.bg.Done()
+		c.spawn(func() {
 			for _, r := range rounds {
 				<-r.res.Done(i)
 			}
@@ -287,7 +303,7 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 				return
 			}
 			c.rollbackOn(i, req, timeout, until, finished)
-		}()
+		})
 	}
 	t := c.o.clock.NewTimer(timeout)
 	defer t.Stop()
@@ -300,24 +316,30 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 	}
 }
 
-// rollbackOn rolls the attempt back on master i, trying again until it
-// answers, the attempt's TTL has passed, or the client closes. It reports
-// on finished after the first try.
+// rollbackOn rolls the attempt back on master i, and reports on finished
+// after the first try; redelete tries again if that one failed.
 func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- struct{}) {
+	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+	_, err := c.nodes[i].release(ctx, req)
+	cancel()
+	finished <- struct{}{}
+	if err != nil {
+		c.redelete(i, req, err, timeout, until)
+	}
+}
+
+// redelete runs req's release script on master i again after a try that
+// failed with err, backing off, until one answers, the key's TTL has passed
+// (until: after that, whatever landed has expired by itself), or the client
+// closes. A delete of a key that may still be there is not abandoned at
+// the first timeout. An error no retry fixes (an ACL, a replica) ends it at
+// once.
+func (c *Client) redelete(i int, req request, err error, timeout time.Duration, until time.Time) {
 	wait := timeout
-	for try := 0; ; try++ {
-		ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-		_, err := c.nodes[i].release(ctx, req)
-		cancel()
-		if try == 0 {
-			finished <- struct{}{}
-		}
-		if err == nil {
-			return
-		}
-		if !c.o.clock.Now().Add(wait).Before(until) {
-			c.o.logger.Debug("redlock: rollback failed; the key expires with its TTL",
-				"addr", c.nodes[i].addr(), "key", req.key, "tries", try+1, "err", err)
+	for try := 1; ; try++ {
+		if permanent(err) || !c.o.clock.Now().Add(wait).Before(until) {
+			c.o.logger.Debug("redlock: delete failed; the key expires with its TTL",
+				"addr", c.nodes[i].addr(), "key", req.key, "tries", try, "err", err)
 			return
 		}
 		t := c.o.clock.NewTimer(wait)
@@ -325,6 +347,12 @@ func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until tim
 		case <-t.C():
 		case <-c.closing:
 			t.Stop()
+			return
+		}
+		ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+		_, err = c.nodes[i].release(ctx, req)
+		cancel()
+		if err == nil {
 			return
 		}
 		wait = min(2*wait, time.Second)

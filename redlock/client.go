@@ -28,8 +28,8 @@ type Client struct {
 	maxTTL  atomic.Int64
 	hub     *hub
 
-	bg        sync.WaitGroup // clean-ups, watchdogs and subscribers still running
-	closing   chan struct{}
+	work      *work         // operations in flight and the writes they still owe
+	closing   chan struct{} // closed by Close: waiters, watchdogs and retries stop
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -60,7 +60,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	nodes := make([]node, len(pools))
 	for i, p := range pools {
-		n := &redisNode{pool: p, scripts: &c.scripts}
+		n := &redisNode{pool: p, scripts: &c.scripts, clock: c.o.clock, cond: &condition{log: c.o.logger, addr: p.Addr()}}
 		if c.o.restartGuard != 0 {
 			n.guard = &guard{clock: c.o.clock, log: c.o.logger, window: c.guardWindow}
 		}
@@ -87,6 +87,7 @@ func build(n int, opts []Option) (*Client, error) {
 		quorum:  o.quorum,
 		o:       o,
 		scripts: loadScripts(),
+		work:    newWork(),
 		closing: make(chan struct{}),
 	}
 	if c.quorum == 0 {
@@ -130,15 +131,27 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close stops the client: auto-extension ends (those locks report
-// ErrLockLost), waiters return ErrClosed, background clean-ups finish, and
-// the pools made by NewFromAddrs are closed. Locks still held stay on the
-// masters until their TTL runs out; release them first. Close is idempotent.
+// Close stops the client. Operations started after it return ErrClosed;
+// waiters in Lock return ErrClosed; auto-extension ends, and those locks
+// report ErrLockLost. Close then waits for what the client still owes the
+// masters: operations in flight, the deletes a Release left running when it
+// returned at a quorum, and the roll-back of a failed attempt. Each master's
+// part of each of these is bounded by the node timeout, so Close waits about
+// one node timeout per operation still in flight (a few for an attempt in
+// the middle of its rounds), never without bound. Only then are the pools
+// made by NewFromAddrs closed.
+//
+// Locks still held stay on the masters until their TTL runs out: release
+// them first. Close is safe beside any call in flight, and idempotent.
 func (c *Client) Close() error {
+	if c == nil {
+		return invalid("nil client")
+	}
 	c.closeOnce.Do(func() {
+		idle := c.work.close()
 		close(c.closing)
 		c.hub.close()
-		c.bg.Wait()
+		<-idle
 		var errs *multierror.Error
 		for _, p := range c.owned {
 			if err := p.Close(); err != nil {
@@ -150,19 +163,53 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
-// Nodes returns how many masters the client uses.
-func (c *Client) Nodes() int { return len(c.nodes) }
-
-// Quorum returns how many masters must agree.
-func (c *Client) Quorum() int { return c.quorum }
-
-func (c *Client) closed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
+// Nodes returns how many masters the client uses; 0 for a nil Client.
+func (c *Client) Nodes() int {
+	if c == nil {
+		return 0
 	}
+	return len(c.nodes)
+}
+
+// Quorum returns how many masters must agree; 0 for a nil Client.
+func (c *Client) Quorum() int {
+	if c == nil {
+		return 0
+	}
+	return c.quorum
+}
+
+// enter counts an operation that starts now as the client's work. It
+// returns ErrClosed once Close has begun; otherwise the caller must call
+// c.work.done when the operation ends.
+func (c *Client) enter() error {
+	if !c.work.enter() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fanOut runs op on every master as f says, each master's part counted as
+// the client's work until it returns, even after Run has returned: Close
+// waits for the stragglers.
+func (c *Client) fanOut(ctx context.Context, f quorumlock.FanOut, op quorumlock.Op) (*quorumlock.Result, error) {
+	if f.Nodes <= 0 {
+		return f.Run(ctx, op)
+	}
+	c.work.add(f.Nodes)
+	return f.Run(ctx, func(ctx context.Context, i int) (quorumlock.Vote, error) {
+		defer c.work.done()
+		return op(ctx, i)
+	})
+}
+
+// spawn runs f in the background, counted as the client's work.
+func (c *Client) spawn(f func()) {
+	c.work.add(1)
+	go func() {
+		defer c.work.done()
+		f()
+	}()
 }
 
 // nodeTimeout is the per-master bound for a lock of this TTL: the configured
@@ -219,14 +266,14 @@ func (c *Client) check(ctx context.Context, key string, ttl time.Duration) (time
 		return 0, invalid("nil context")
 	case c == nil:
 		return 0, invalid("nil client")
-	case c.closed():
-		return 0, ErrClosed
 	case key == "":
 		return 0, invalid("empty key")
 	case strings.HasPrefix(key, reservedPrefix):
 		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
 	case ttl <= 0:
 		return 0, invalid("ttl %v is not positive", ttl)
+	case ttl > MaxTTL:
+		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {

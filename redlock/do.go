@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -46,7 +47,10 @@ func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 	// and each master's part of it is bounded by the node timeout.
 	relErr := l.Release(context.WithoutCancel(ctx))
 	if errors.Is(relErr, ErrLockLost) || errors.Is(relErr, ErrLockNotHeld) || errors.Is(l.Err(), ErrLockLost) {
-		return errors.Join(ErrLockLost, fnErr)
+		if fnErr != nil {
+			return fmt.Errorf("%w; the function returned: %w", ErrLockLost, fnErr)
+		}
+		return ErrLockLost
 	}
 	if relErr != nil {
 		c.o.logger.Warn("redlock: release after Do failed; the lock expires with its TTL", "key", key, "err", relErr)

@@ -30,6 +30,15 @@ var (
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
+// ErrQuarantined comes inside ErrNotObtained when masters that granted the
+// lock were kept from voting by the restart guard, and their votes would
+// have made the quorum: they restarted, or were promoted, less than the
+// guard window ago. It is not contention: nobody need hold the key. A
+// freshly started cluster refuses every lock this way for one window, and
+// one long TTL widens the window for the whole client (see WithRestartGuard).
+// The error's text names the masters and the window.
+var ErrQuarantined = errors.New("redlock: masters in restart quarantine")
+
 // ErrHeld is one master's refusal: the key is held there by another owner.
 // It comes wrapped in a *NodeError inside ErrNotObtained, and tells a
 // contended key apart from masters that could not be reached.

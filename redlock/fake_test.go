@@ -273,11 +273,11 @@ func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.rollback || r.tombstone {
+		f.voided[r.token] = true
+	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
-		if r.rollback {
-			f.voided[r.token] = true
-		}
 		return notHeld, nil
 	}
 	if r.owner != "" {

@@ -39,7 +39,7 @@ func (c *Client) settleFence(ctx context.Context, req request, res *quorumlock.R
 		return fence, nil
 	}
 	need := c.quorum - atFence
-	raised, err := quorumlock.FanOut{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
+	raised, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock},
 		func(ctx context.Context, j int) (quorumlock.Vote, error) {
 			i := lag[j]
 			ok, err := c.nodes[i].raiseFence(ctx, req, fence)

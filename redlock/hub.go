@@ -79,8 +79,7 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
 		if !h.closed && !h.started {
 			h.started = true
 			for _, s := range h.subs {
-				h.c.bg.Add(1)
-				go s.run()
+				h.c.spawn(s.run)
 			}
 		}
 		for _, s := range h.subs {

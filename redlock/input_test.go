@@ -217,3 +217,86 @@ func TestBackoff(t *testing.T) {
 	d, _ = ConstantBackoff(-time.Second).Delay(1)
 	assert.Zero(t, d)
 }
+
+// No input panics: every call below panicked or overflowed once.
+func TestNoPanicOnAnyInput(t *testing.T) {
+	ctx := context.Background()
+	var nilLock *Lock
+	var zero Lock
+	var nilClient *Client
+	for name, call := range map[string]func(){
+		"exponential overflow":   func() { ExponentialBackoff(10*time.Millisecond, math.MaxInt64).Delay(41) },
+		"exponential at max":     func() { ExponentialBackoff(math.MaxInt64, math.MaxInt64).Delay(1) },
+		"exponential huge n":     func() { ExponentialBackoff(time.Millisecond, math.MaxInt64).Delay(math.MaxInt) },
+		"exponential n zero":     func() { ExponentialBackoff(time.Millisecond, time.Second).Delay(0) },
+		"exponential n negative": func() { ExponentialBackoff(time.Millisecond, time.Second).Delay(-5) },
+		"limit of nil":           func() { LimitRetry(nil, 3).Delay(1) },
+		"nil lock Fence":         func() { nilLock.Fence() },
+		"nil lock Done":          func() { <-nilLock.Done() },
+		"nil lock Err":           func() { nilLock.Err() },
+		"nil lock accessors": func() {
+			_, _, _, _, _ = nilLock.Key(), nilLock.Token(), nilLock.Owner(), nilLock.TTL(), nilLock.Until()
+		},
+		"nil lock Validity":          func() { nilLock.Validity() },
+		"nil lock Granted":           func() { nilLock.Granted() },
+		"zero lock Validity":         func() { zero.Validity() },
+		"zero lock Granted":          func() { zero.Granted() },
+		"zero lock Done":             func() { <-zero.Done() },
+		"zero lock Err":              func() { zero.Err() },
+		"zero lock Fence":            func() { zero.Fence() },
+		"nil client Inspect":         func() { nilClient.Inspect(ctx, "k") },
+		"nil client Close":           func() { nilClient.Close() },
+		"nil client TryLock":         func() { nilClient.TryLock(ctx, "k", time.Second) },
+		"nil client Lock":            func() { nilClient.Lock(ctx, "k", time.Second) },
+		"nil client Do":              func() { nilClient.Do(ctx, "k", time.Second, func(context.Context) error { return nil }) },
+		"nil client Nodes, Quorum":   func() { nilClient.Nodes(); nilClient.Quorum() },
+		"nil BackoffFunc as retry":   func() { New(stubs(3), WithRetry(BackoffFunc(nil))) },
+		"LimitRetry of nil as retry": func() { New(stubs(3), WithRetry(LimitRetry(nil, 2))) },
+	} {
+		assert.NotPanics(t, call, name)
+	}
+	assert.ErrorIs(t, nilLock.Err(), ErrInvalid)
+	assert.ErrorIs(t, nilClient.Close(), ErrInvalid)
+	_, err := nilClient.Inspect(ctx, "k")
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = New(stubs(3), WithRetry(BackoffFunc(nil)))
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = New(stubs(3), WithRetry(LimitRetry(nil, 2)))
+	assert.ErrorIs(t, err, ErrInvalid)
+	for _, n := range []int{-5, 0, 1, 41, 64, math.MaxInt} {
+		d, ok := ExponentialBackoff(10*time.Millisecond, math.MaxInt64).Delay(n)
+		assert.True(t, ok)
+		assert.GreaterOrEqual(t, d, time.Duration(0), "retry %d", n)
+	}
+	d, ok := ExponentialBackoff(time.Second, 100*time.Millisecond).Delay(1)
+	assert.True(t, ok)
+	assert.LessOrEqual(t, d, 100*time.Millisecond, "max bounds a base above it")
+}
+
+// TTLs past MaxTTL, which would wrap the restart guard's window or Redis's
+// expiry, are refused with ErrInvalid before anything is sent, and leave
+// the window as it was.
+func TestTTL_AboveTheMaximumIsInvalid(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 3))
+	ctx := context.Background()
+	before := c.guardWindow()
+	for _, ttl := range []time.Duration{math.MaxInt64 - 11*time.Minute, math.MaxInt64, MaxTTL + time.Millisecond} {
+		_, err := c.TryLock(ctx, "k", ttl)
+		require.ErrorIs(t, err, ErrInvalid, "ttl %v", ttl)
+		assert.Contains(t, err.Error(), "maximum")
+		_, err = c.Lock(ctx, "k", ttl)
+		require.ErrorIs(t, err, ErrInvalid, "ttl %v", ttl)
+	}
+	assert.Equal(t, before, c.guardWindow(), "a refused TTL widened the guard window")
+	assert.Positive(t, c.guardWindow()+1, "window %v", c.guardWindow())
+	for _, f := range fakes {
+		assert.Empty(t, f.callsOf("acquire"), "a refused TTL was sent")
+	}
+	l, err := c.TryLock(ctx, "k", MaxTTL)
+	require.NoError(t, err, "MaxTTL itself is allowed")
+	assert.ErrorIs(t, l.Extend(ctx, math.MaxInt64), ErrInvalid)
+	assert.NoError(t, l.Err(), "a refused extension loses nothing")
+	require.NoError(t, l.Release(ctx))
+	_, err = New(stubs(3), WithFenceRetention(math.MaxInt64))
+	assert.ErrorIs(t, err, ErrInvalid)
+}

@@ -45,20 +45,23 @@ type NodeStatus struct {
 // Inspect asks every master about key, changing nothing, and waits for all
 // of them up to the node timeout.
 func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
-	if ctx == nil {
+	switch {
+	case c == nil:
+		return nil, invalid("nil client")
+	case ctx == nil:
 		return nil, invalid("nil context")
-	}
-	if key == "" {
+	case key == "":
 		return nil, invalid("empty key")
 	}
-	if c.closed() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.work.done()
 	n := len(c.nodes)
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
 	states := make([]keyState, n)
 	errs := make([]error, n)
-	res, err := quorumlock.FanOut{Nodes: n, Timeout: c.o.nodeTimeout, Clock: c.o.clock}.Run(ctx,
+	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Timeout: c.o.nodeTimeout, Clock: c.o.clock},
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
 			s, err := c.nodes[i].inspect(ctx, key)
 			if err != nil {

@@ -18,11 +18,12 @@ import (
 // lock by then. Fence gives the resource a way to reject a holder that did
 // not stop in time.
 type Lock struct {
-	c      *Client
-	req    request
-	fence  int64
-	rounds []round // the acquisition; Release waits for its stragglers
-	grants []grant // each master's answer in the last round; read once it is in
+	c       *Client
+	req     request
+	fence   int64
+	granted []int   // the masters whose votes made the quorum
+	grants  []grant // each master's answer in the last round; read once it is in
+	trail   *trail  // every request with the token; a release waits for them
 
 	op sync.Mutex // one Extend or Release at a time
 
@@ -33,6 +34,7 @@ type Lock struct {
 	done  chan struct{}
 	stop  chan struct{} // closed to stop the watchdog; nil without one
 	ended chan struct{} // closed when the watchdog has exited
+	rearm chan struct{} // the TTL or Until changed: the watchdog replans
 }
 
 type lockState int8
@@ -44,27 +46,55 @@ const (
 )
 
 func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, rounds []round, grants []grant) *Lock {
-	l := &Lock{c: c, req: req, fence: fence, rounds: rounds, grants: grants, until: until, done: make(chan struct{})}
+	l := &Lock{
+		c: c, req: req, fence: fence, grants: grants, until: until, done: make(chan struct{}),
+		granted: slices.Clone(rounds[len(rounds)-1].res.Yes),
+		trail:   newTrail(len(c.nodes), rounds),
+	}
 	if lo.autoExtend {
-		l.stop, l.ended = make(chan struct{}), make(chan struct{})
-		c.bg.Add(1)
-		go l.watch()
+		l.stop, l.ended, l.rearm = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+		c.spawn(l.watch)
 	}
 	return l
 }
 
+// A Lock's methods are safe on a nil or zero Lock, which was never
+// obtained: the accessors return zero values, Done a closed channel, Err and
+// the operations an error wrapping ErrInvalid.
+
+// obtained reports whether l came from a successful acquisition.
+func (l *Lock) obtained() bool { return l != nil && l.c != nil }
+
 // Key returns the locked key.
-func (l *Lock) Key() string { return l.req.key }
+func (l *Lock) Key() string {
+	if !l.obtained() {
+		return ""
+	}
+	return l.req.key
+}
 
 // Token returns the random token that identifies this acquisition on the
 // masters.
-func (l *Lock) Token() string { return l.req.token }
+func (l *Lock) Token() string {
+	if !l.obtained() {
+		return ""
+	}
+	return l.req.token
+}
 
 // Owner returns the owner given with WithOwner, or "" for a plain lock.
-func (l *Lock) Owner() string { return l.req.owner }
+func (l *Lock) Owner() string {
+	if !l.obtained() {
+		return ""
+	}
+	return l.req.owner
+}
 
 // TTL returns the TTL the lock was taken or last extended with.
 func (l *Lock) TTL() time.Duration {
+	if !l.obtained() {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.req.ttl
@@ -73,17 +103,30 @@ func (l *Lock) TTL() time.Duration {
 // Granted returns the masters, by index in the client's list, whose votes
 // made the quorum when the lock was taken. Masters that agreed later are
 // not listed.
-func (l *Lock) Granted() []int { return slices.Clone(l.rounds[len(l.rounds)-1].res.Yes) }
+func (l *Lock) Granted() []int {
+	if !l.obtained() {
+		return nil
+	}
+	return slices.Clone(l.granted)
+}
 
 // Fence returns the fencing token: a number strictly greater than the fence
 // of every earlier holder of this key, as long as no master loses its data.
 // Pass it to the protected resource with each write, and have the resource
 // refuse writes with a fence lower than the highest it has seen. A reentrant
 // hold may carry a fence above its first hold's, never below.
-func (l *Lock) Fence() int64 { return l.fence }
+func (l *Lock) Fence() int64 {
+	if !l.obtained() {
+		return 0
+	}
+	return l.fence
+}
 
 // Until returns the end of the validity window, on the monotonic clock.
 func (l *Lock) Until() time.Time {
+	if !l.obtained() {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
@@ -92,6 +135,9 @@ func (l *Lock) Until() time.Time {
 // Validity returns the time left in the validity window; <= 0 once it has
 // passed or the lock was released or lost.
 func (l *Lock) Validity() time.Duration {
+	if !l.obtained() {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != held {
@@ -101,18 +147,28 @@ func (l *Lock) Validity() time.Duration {
 }
 
 // Done returns a channel closed when the lock ends: released, or lost.
-func (l *Lock) Done() <-chan struct{} { return l.done }
+func (l *Lock) Done() <-chan struct{} {
+	if !l.obtained() {
+		ended := make(chan struct{}) // a lock never obtained has ended
+		close(ended)
+		return ended
+	}
+	return l.done
+}
 
 // Err returns nil while the lock is held or after a clean Release, and
 // ErrLockLost once the lock was lost.
 func (l *Lock) Err() error {
+	if !l.obtained() {
+		return invalid("lock was never obtained")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
 func (l *Lock) valid() error {
-	if l == nil || l.c == nil {
+	if !l.obtained() {
 		return invalid("lock was never obtained")
 	}
 	return nil
@@ -145,6 +201,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if err := notAttempted(ctx, "extension", l.req.key); err != nil {
+		return err
+	}
+	if err := l.c.enter(); err != nil {
+		return err
+	}
+	defer l.c.work.done()
 	l.op.Lock()
 	defer l.op.Unlock()
 	if err := l.usable(); err != nil {
@@ -155,10 +218,31 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.end(lost, ErrLockLost)
 		return fmt.Errorf("%w: %w", ErrLockLost, err)
 	}
+	l.moved(until, ttl)
+	return nil
+}
+
+// notAttempted returns the error for an operation on a lock whose ctx was
+// done before it began: nothing was sent, and the lock is as it was.
+func notAttempted(ctx context.Context, what, key string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("redlock: %s of key %q not attempted, the lock is unchanged: %w", what, key, context.Cause(ctx))
+}
+
+// moved records an extension: the lock is valid until until, with ttl. The
+// watchdog, if any, plans its next extension from these.
+func (l *Lock) moved(until time.Time, ttl time.Duration) {
 	l.mu.Lock()
 	l.until, l.req.ttl = until, ttl
 	l.mu.Unlock()
-	return nil
+	if l.rearm != nil {
+		select {
+		case l.rearm <- struct{}{}:
+		default: // a replan is already pending
+		}
+	}
 }
 
 // usable returns the error for a lock that is no longer held.
@@ -187,7 +271,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
 	answers := make([]extended, len(c.nodes))
-	res, err := quorumlock.FanOut{Nodes: len(c.nodes), Need: c.quorum, Timeout: c.nodeTimeout(ttl), Clock: c.o.clock}.Run(ctx,
+	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: len(c.nodes), Need: c.quorum, Timeout: c.nodeTimeout(ttl), Clock: c.o.clock},
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
 			e, err := c.nodes[i].extend(ctx, req)
 			if err != nil {
@@ -235,6 +319,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 // back later, when the lock may have ended, the key only waits out its TTL:
 // an extension then cannot count it, since a quorum no longer holds the
 // token.
+//
+// Each retake goes on the lock's trail before retake returns, so a Release,
+// which must wait for the Extend that called it, is ordered after it on
+// every master.
 func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
 	if len(res.Yes) == len(answers) {
 		return
@@ -242,21 +330,35 @@ func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
 	c := l.c
 	req = req.withArgv()
 	timeout := c.nodeTimeout(req.ttl)
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		for i := range answers {
+	extended := make([]bool, len(answers))
+	for _, i := range res.Yes {
+		extended[i] = true
+	}
+	for i := range answers {
+		if extended[i] {
+			continue
+		}
+		done := make(chan struct{})
+		noReply := false // written before done is closed
+		l.trail.add(i, done, func() bool { return noReply })
+		c.spawn(func() {
+			defer close(done)
 			<-res.Done(i) // bounded by the extension's node timeout
 			if answers[i] != vacant {
-				continue
+				return
 			}
 			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-			if g, err := c.nodes[i].acquire(ctx, req); err == nil && g.ok && g.counter < l.fence {
+			defer cancel()
+			g, err := c.nodes[i].acquire(ctx, req)
+			if err != nil {
+				noReply = true
+				return
+			}
+			if g.ok && g.counter < l.fence {
 				c.nodes[i].raiseFence(ctx, req, l.fence)
 			}
-			cancel()
-		}
-	}()
+		})
+	}
 }
 
 // nodeErrAt finds the *NodeError of master i in an aggregate.
@@ -291,6 +393,13 @@ func nodeErrAt(agg error, i int) error {
 //
 // For a reentrant lock, Release gives up this hold; the key is freed, and
 // waiters are woken, with the last hold.
+//
+// A ctx already done when Release is called leaves the lock as it was and
+// returns an error wrapping the ctx's cause: nothing was sent. Once begun,
+// a release runs to its end, whatever ctx does, so that what it returns is
+// what the masters did: each master's part is bounded by the node timeout.
+// The deletes still running when it returns (at a quorum) are the client's
+// to finish: Close waits for them.
 func (l *Lock) Release(ctx context.Context) error {
 	if err := l.valid(); err != nil {
 		return err
@@ -298,6 +407,14 @@ func (l *Lock) Release(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("nil context")
 	}
+	if err := notAttempted(ctx, "release", l.req.key); err != nil {
+		return err
+	}
+	if err := l.c.enter(); err != nil {
+		return err
+	}
+	defer l.c.work.done()
+	ctx = context.WithoutCancel(ctx)
 	l.stopWatchdog()
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -339,7 +456,9 @@ func (l *Lock) Release(ctx context.Context) error {
 // this lock is released as usual. A lock past its validity is not handed
 // over: its Release must report it.
 func (l *Lock) handOver(ctx context.Context) handOverResult {
-	if l.req.owner != "" || l.Validity() <= 0 {
+	if l.req.owner != "" || l.Validity() <= 0 || l.trail.unsure() {
+		// A request of this lock that got no reply may still land: only a
+		// release leaves the tombstone that turns it away.
 		return notHandedOver
 	}
 	c := l.c
@@ -348,7 +467,7 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 		return notHandedOver
 	}
 	lo := w.lo
-	lo.from, lo.after = l.req.token, l.rounds
+	lo.from, lo.after = l.req.token, l.trail
 	a := c.attempt(ctx, l.req.key, w.ttl, lo)
 	result := notHandedOver
 	if a.lock != nil {
@@ -381,17 +500,12 @@ func (l *Lock) release(ctx context.Context) error {
 	outcomes := make([]released, n)
 	errs := make([]error, n)
 	timeout := c.nodeTimeout(l.req.ttl)
-	// The deletes outlive the caller's ctx: Release returns at quorum, and a
-	// caller that cancels its ctx as it returns must not stop the rest.
-	detached := context.WithoutCancel(ctx)
-	res, err := quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock}.Run(ctx,
+	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock},
 		func(_ context.Context, i int) (quorumlock.Vote, error) {
-			// An acquire still in flight here must land before its delete,
-			// which then gets a node timeout of its own.
-			for _, r := range l.rounds {
-				<-r.res.Done(i)
-			}
-			ctx, cancel := c.o.clock.WithTimeout(detached, timeout)
+			// Every request of this lock still on its way here must return
+			// before its delete, which then gets a node timeout of its own.
+			unsure, _ := l.trail.settle(context.Background(), i)
+			ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
 			defer cancel()
 			if g := l.grants[i]; g.ok && g.counter < l.fence {
 				// A master that granted outside the quorum counts below the
@@ -399,12 +513,21 @@ func (l *Lock) release(ctx context.Context) error {
 				// that the masters agree on the next fence without a round trip.
 				c.nodes[i].raiseFence(ctx, req, l.fence)
 			}
-			r, err := c.nodes[i].release(ctx, req)
+			r := req
+			if unsure {
+				// One of them got no reply and may still land: leave the
+				// token's tombstone, which turns it away.
+				r.tombstone, r.argv = true, nil
+			}
+			out, err := c.nodes[i].release(ctx, r)
 			if err != nil {
+				// The delete may not have landed: the client keeps trying
+				// in the background, while the key can still be there.
+				c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
 				errs[i] = c.nodeErr(i, err)
 				return quorumlock.No, errs[i]
 			}
-			outcomes[i] = r
+			outcomes[i] = out
 			return quorumlock.Yes, nil
 		})
 	if err != nil {
@@ -454,7 +577,7 @@ func tally(outcomes []released, nodes []int) releaseTally {
 	var t releaseTally
 	for _, i := range nodes {
 		t.held = t.held || outcomes[i] != notHeld
-		t.freed = t.freed || outcomes[i] == freed
+		t.freed = t.freed || outcomes[i] == freed || outcomes[i] == freedUnannounced
 	}
 	return t
 }

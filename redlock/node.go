@@ -14,6 +14,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -22,7 +23,8 @@ type request struct {
 	key, token, owner string
 	ttl               time.Duration // for acquire and extend
 	keep              time.Duration // how long the fencing counter outlives the lock
-	rollback          bool          // a release that undoes a failed attempt
+	rollback          bool          // a release that undoes a failed attempt: no announcement, a tombstone
+	tombstone         bool          // a release that leaves the token's tombstone
 	from              string        // an acquire that takes the key over from this plain lock's token
 	argv              *argvCache    // the script arguments, built once for all masters
 }
@@ -77,9 +79,10 @@ const (
 type released int8
 
 const (
-	notHeld   released = iota // the token held nothing here
-	freed                     // the key was deleted and the release announced
-	stillHeld                 // a reentrant lock keeps other holds
+	notHeld          released = iota // the token held nothing here
+	freed                            // the key was deleted and the release announced
+	stillHeld                        // a reentrant lock keeps other holds
+	freedUnannounced                 // the key was deleted; the announcement failed
 )
 
 // keyState is one master's view of a key, for Inspect.
@@ -109,7 +112,9 @@ type node interface {
 type redisNode struct {
 	pool    pool.Pool
 	scripts *scriptSet
-	guard   *guard // nil when the restart guard is off
+	clock   clock.Clock
+	guard   *guard     // nil when the restart guard is off
+	cond    *condition // how the last call went, logged when it changes
 }
 
 func (n *redisNode) addr() string { return n.pool.Addr() }
@@ -168,11 +173,14 @@ func (n *redisNode) extend(ctx context.Context, r request) (extended, error) {
 
 func (n *redisNode) release(ctx context.Context, r request) (released, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.release, r.argv.get(n.scripts.release, func() []any {
-		undo := ""
+		channel, tomb := releaseChannel(r.key), ""
 		if r.rollback {
-			undo = ms(r.ttl)
+			channel = ""
 		}
-		return []any{r.key, voidKey(r.token), r.token, r.owner, releaseChannel(r.key), undo}
+		if r.rollback || r.tombstone {
+			tomb = ms(r.ttl)
+		}
+		return []any{r.key, voidKey(r.token), r.token, r.owner, channel, tomb}
 	})))
 	return released(v), err
 }
@@ -207,22 +215,33 @@ func (n *redisNode) eval(ctx context.Context, s *script, argv []any) (any, error
 		var retry bool
 		v, retry, err = n.evalOnce(ctx, s, argv)
 		if !retry {
+			n.cond.note(err)
 			return v, err
 		}
 	}
+	n.cond.note(err)
 	return nil, err
 }
 
 func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply any, retry bool, err error) {
+	timeout, err := remaining(ctx, n.clock)
+	if err != nil {
+		return nil, false, err
+	}
+	if n.clock != clock.Real() {
+		// ctx's deadline is on the client's clock; the pool and the
+		// network read deadlines on the real one. Give them the time left,
+		// and keep ctx's cancellation.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		defer context.AfterFunc(ctx, cancel)()
+		ctx = dctx
+	}
 	conn, err := n.pool.Get(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	defer conn.Close()
-	timeout, err := remaining(ctx)
-	if err != nil {
-		return nil, false, err
-	}
 	if check, dials := n.guard.due(n.pool); check {
 		reply, err = n.evalChecked(conn, timeout, dials, argv)
 	} else {
@@ -238,7 +257,19 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 		n.guard.connectionLost()
 		return nil, true, err
 	}
-	return reply, false, err
+	return reply, false, unauthenticated(err)
+}
+
+// unauthenticated turns the protocol error with which Redis answers a
+// pipeline on a connection that has not authenticated into the NOAUTH it
+// stands for: the master requires a password and none was given.
+func unauthenticated(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && strings.Contains(string(re), "unauthenticated") {
+		return fmt.Errorf("%w (the master requires a password: give it in the address, redis://user:password@host:port)",
+			redis.Error("NOAUTH Authentication required"))
+	}
+	return err
 }
 
 // evalChecked sends the restart guard's questions ahead of the script on the
@@ -261,12 +292,14 @@ func (n *redisNode) evalChecked(conn redis.Conn, timeout time.Duration, dials ui
 	return all[2], nil
 }
 
-func remaining(ctx context.Context) (time.Duration, error) {
+// remaining is the time left before ctx's deadline, on clk: the clock that
+// set the deadline.
+func remaining(ctx context.Context, clk clock.Clock) (time.Duration, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return 0, errors.New("operation has no deadline")
 	}
-	d := time.Until(dl)
+	d := dl.Sub(clk.Now())
 	if d <= 0 {
 		return 0, context.DeadlineExceeded
 	}

@@ -17,6 +17,12 @@ const (
 	DefaultDriftMargin    = 2 * time.Millisecond
 	DefaultNodeTimeout    = 50 * time.Millisecond
 	DefaultFenceRetention = 10 * time.Minute
+	// MaxTTL is the longest TTL a lock may be taken or extended with, and
+	// the longest fence retention: a year. Longer ones are refused with
+	// ErrInvalid before anything is sent. Every sum the client makes of a
+	// TTL (the restart guard's window, a fencing counter's lifetime in
+	// milliseconds for Redis's PX) then stays far from overflowing.
+	MaxTTL = 365 * 24 * time.Hour
 	// restartGuardAuto is the window's marker for "the longest TTL used plus drift".
 	restartGuardAuto = time.Duration(-1)
 )
@@ -115,7 +121,7 @@ func WithRestartGuard(window time.Duration) Option {
 }
 
 // WithFenceRetention sets how long a key's fencing counter is kept after its
-// lock was last held. Default 10m. Must be positive. Memory on each master is
+// lock was last held. Default 10m. Must be positive and at most MaxTTL. Memory on each master is
 // bounded by the keys locked within this time; a key locked again after its
 // counter was dropped still gets a larger fence, from a per-master floor.
 func WithFenceRetention(d time.Duration) Option {
@@ -134,8 +140,6 @@ func (o *options) validate(n int) error {
 		return invalid("quorum %d is below a majority of %d nodes (%d)", o.quorum, n, quorumlock.Quorum(n))
 	case o.quorum > n:
 		return invalid("quorum %d is above the %d nodes", o.quorum, n)
-	case o.retry == nil:
-		return invalid("nil retry strategy")
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.logger == nil:
@@ -146,6 +150,11 @@ func (o *options) validate(n int) error {
 		return invalid("restart guard window %v is negative", o.restartGuard)
 	case o.fenceKeep <= 0:
 		return invalid("fence retention %v is not positive", o.fenceKeep)
+	case o.fenceKeep > MaxTTL:
+		return invalid("fence retention %v is above the maximum of %v", o.fenceKeep, MaxTTL)
+	}
+	if err := checkBackoff(o.retry); err != nil {
+		return err
 	}
 	return nil
 }
@@ -161,8 +170,8 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
-	from       string  // a hand-over: the token of the plain lock passed on
-	after      []round // a hand-over: that lock's acquisition, which must land first on each master
+	from       string // a hand-over: the token of the plain lock passed on
+	after      *trail // a hand-over: that lock's requests, which must land first on each master
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds

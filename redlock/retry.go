@@ -1,19 +1,23 @@
 package redlock
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
 
 // Backoff decides how long Lock waits before its next attempt when no
 // release announcement wakes it first. Implementations must be safe for
-// concurrent use; the ones here are stateless.
+// concurrent use; the ones here are stateless. Lock counts a retry on every
+// wake, so n can grow large on a busy key: the ones here saturate.
 type Backoff interface {
 	// Delay returns the wait before retry n (n >= 1), or false to give up.
+	// A negative wait counts as none.
 	Delay(n int) (time.Duration, bool)
 }
 
-// BackoffFunc adapts a function to Backoff.
+// BackoffFunc adapts a function to Backoff. A nil BackoffFunc is refused by
+// WithRetry.
 type BackoffFunc func(n int) (time.Duration, bool)
 
 // Delay calls f.
@@ -22,34 +26,73 @@ func (f BackoffFunc) Delay(n int) (time.Duration, bool) { return f(n) }
 // ExponentialBackoff waits a random time in [0, min(max, base*2^(n-1))]:
 // exponential growth with full jitter, so that waiters woken together spread out.
 // A base or max <= 0 gives no wait.
-func ExponentialBackoff(base, max time.Duration) Backoff {
-	return BackoffFunc(func(n int) (time.Duration, bool) {
-		if base <= 0 || max <= 0 {
-			return 0, true
+func ExponentialBackoff(base, max time.Duration) Backoff { return exponential{base, max} }
+
+type exponential struct{ base, max time.Duration }
+
+func (e exponential) Delay(n int) (time.Duration, bool) {
+	if e.base <= 0 || e.max <= 0 {
+		return 0, true
+	}
+	d := min(e.base, e.max)
+	for i := 1; i < n && d < e.max; i++ {
+		if d > e.max/2 {
+			d = e.max // doubling would pass max, or overflow
+			break
 		}
-		d := base
-		for i := 1; i < n && d < max; i++ {
-			d *= 2
-		}
-		d = min(d, max)
-		return rand.N(d + 1), true
-	})
+		d *= 2
+	}
+	return jitter(d), true
+}
+
+// jitter returns a random duration in [0, d].
+func jitter(d time.Duration) time.Duration {
+	if d == math.MaxInt64 {
+		return rand.N(d) // d+1 would overflow; [0, d) is as good
+	}
+	return rand.N(d + 1)
 }
 
 // ConstantBackoff waits d between attempts.
-func ConstantBackoff(d time.Duration) Backoff {
-	return BackoffFunc(func(int) (time.Duration, bool) { return max(d, 0), true })
+func ConstantBackoff(d time.Duration) Backoff { return constant(max(d, 0)) }
+
+type constant time.Duration
+
+func (c constant) Delay(int) (time.Duration, bool) { return time.Duration(c), true }
+
+// LimitRetry gives up after retries retries of b. A nil b is refused by
+// WithRetry.
+func LimitRetry(b Backoff, retries int) Backoff { return limited{b, retries} }
+
+type limited struct {
+	b       Backoff
+	retries int
 }
 
-// LimitRetry gives up after retries retries of b.
-func LimitRetry(b Backoff, retries int) Backoff {
-	return BackoffFunc(func(n int) (time.Duration, bool) {
-		if n > retries {
-			return 0, false
-		}
-		return b.Delay(n)
-	})
+func (l limited) Delay(n int) (time.Duration, bool) {
+	if n > l.retries || l.b == nil {
+		return 0, false
+	}
+	return l.b.Delay(n)
 }
 
 // NoRetry makes Lock try once, like TryLock.
 func NoRetry() Backoff { return LimitRetry(ConstantBackoff(0), 0) }
+
+// checkBackoff refuses a backoff that would fail when Lock calls it.
+func checkBackoff(b Backoff) error {
+	switch b := b.(type) {
+	case nil:
+		return invalid("nil retry strategy")
+	case BackoffFunc:
+		if b == nil {
+			return invalid("nil BackoffFunc as retry strategy")
+		}
+	case limited:
+		if b.b == nil {
+			return invalid("LimitRetry of a nil retry strategy")
+		}
+		return checkBackoff(b.b)
+	}
+	return nil
+}

@@ -57,7 +57,6 @@ func (s *subscriber) stop() {
 
 func (s *subscriber) run() {
 	c := s.h.c
-	defer c.bg.Done()
 	backoff := 10 * time.Millisecond
 	for {
 		ctx, cancel := c.o.clock.WithTimeout(context.Background(), max(c.o.nodeTimeout, 500*time.Millisecond))

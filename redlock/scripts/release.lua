@@ -1,22 +1,27 @@
 -- Releases a lock this token holds, or rolls back a failed attempt.
--- KEYS[1] lock, KEYS[2] the attempt's tombstone
--- ARGV[1] token, ARGV[2] owner or '', ARGV[3] the channel to announce on,
--- ARGV[4] '' for a release; for a roll-back, how long the tombstone lasts, in
--- ms. A roll-back announces nothing (the lock was never held), and where the
--- token is not (yet) found it leaves a tombstone, so that an acquire still
--- in the network when the roll-back ran cannot land after it.
--- Returns 1 when the key was freed, 2 when a reentrant lock keeps other holds,
--- 0 when this node does not hold the token.
+-- KEYS[1] lock, KEYS[2] the token's tombstone
+-- ARGV[1] token, ARGV[2] owner or '',
+-- ARGV[3] the channel to announce a freed key on, or '' to announce nothing
+-- (a roll-back: the lock was never held),
+-- ARGV[4] '' or how long the token's tombstone lasts, in ms. A roll-back
+-- always leaves one, and a release does where a request with the token may
+-- still be on its way: the acquire script obeys it, so such a request cannot
+-- land after this script, whether or not the token held the key here.
+-- Returns 1 when the key was freed, 3 when it was freed but the
+-- announcement failed (waiters then rely on their backoff), 2 when a
+-- reentrant lock keeps other holds, 0 when this node does not hold the
+-- token. A failed announcement never undoes or hides the deletion.
 local lock, void = KEYS[1], KEYS[2]
-local token, owner, channel, rollback = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if not held(lock, token, owner) then
-  if rollback ~= '' then redis.call('SET', void, 1, 'PX', rollback) end
-  return 0
-end
+local token, owner, channel, tomb = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
+if not held(lock, token, owner) then return 0 end
 if owner ~= '' then
   redis.call('HDEL', lock, 'hold:' .. token)
   if redis.call('HLEN', lock) > 1 then return 2 end
 end
 redis.call('DEL', lock)
-if rollback == '' then redis.call('PUBLISH', channel, lock) end
+if channel ~= '' then
+  local ok = redis.pcall('PUBLISH', channel, lock)
+  if type(ok) == 'table' and ok.err then return 3 end
+end
 return 1

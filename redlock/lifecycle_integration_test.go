@@ -1,0 +1,304 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// keysOn returns the keys on a master that match pattern.
+func keysOn(t *testing.T, s *redistest.Server, pattern string) []string {
+	t.Helper()
+	keys, err := redis.Strings(do(t, s, "KEYS", pattern), nil)
+	require.NoError(t, err)
+	return keys
+}
+
+// The common pattern, defer Close after Release, leaves no key on any
+// master: Close waits for the deletes Release left running at the quorum.
+// Checked at once after Close, with no grace period.
+func TestIntegration_CloseAfterRelease_LeavesNothing(t *testing.T) {
+	srv := masters(t, 5)
+	for i := range 40 {
+		func() {
+			c, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithLogger(quiet()))
+			require.NoError(t, err)
+			defer c.Close()
+			l, err := c.TryLock(context.Background(), fmt.Sprintf("k%d", i), 10*time.Second)
+			require.NoError(t, err)
+			require.NoError(t, l.Release(context.Background()))
+		}()
+		for _, s := range srv {
+			require.Empty(t, keysOn(t, s, "k*"), "run %d: %s keeps the key after Release and Close", i, s.Addr())
+		}
+	}
+}
+
+// A TryLock in flight when Close is called still rolls back: Close waits
+// for it, and the pools stay open until the roll-back has run.
+func TestIntegration_CloseDuringTryLock_StillRollsBack(t *testing.T) {
+	srv := masters(t, 5)
+	for _, s := range srv[:2] {
+		do(t, s, "SET", "k", "someone-else", "PX", 60_000)
+	}
+	require.NoError(t, srv[4].Pause()) // the attempt waits for it until the node timeout
+	t.Cleanup(func() { srv[4].Resume() })
+	c, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+
+	type result struct {
+		err error
+		at  time.Time
+	}
+	tried := make(chan result, 1)
+	go func() {
+		_, err := c.TryLock(context.Background(), "k", 10*time.Second)
+		tried <- result{err, time.Now()}
+	}()
+	require.Eventually(t, func() bool { return getString(t, srv[2], "k") != "" }, 2*time.Second, time.Millisecond,
+		"the attempt reached the free masters")
+	require.NoError(t, c.Close())
+	closed := time.Now()
+	r := <-tried
+	require.ErrorIs(t, r.err, ErrNotObtained)
+	assert.False(t, closed.Before(r.at), "Close returned before the attempt in flight")
+	for _, s := range srv[2:4] {
+		assert.Empty(t, getString(t, s, "k"), "%s keeps the failed attempt's token", s.Addr())
+	}
+	srv[4].Resume()
+}
+
+// A retake that the extension started is ordered before the Release that
+// follows it: the released token never comes back on the master that lost
+// the key. Run many times, as the retake and the delete race otherwise.
+func TestIntegration_RetakeNeverLandsAfterRelease(t *testing.T) {
+	srv := masters(t, 5)
+	c := client(t, srv)
+	for i := range 50 {
+		key := fmt.Sprintf("k%d", i)
+		l, err := c.TryLock(context.Background(), key, 10*time.Second)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return getString(t, srv[4], key) == l.Token() }, 2*time.Second, time.Millisecond)
+		do(t, srv[4], "DEL", key) // master 4 lost the key: the extension retakes it
+		require.NoError(t, l.Extend(context.Background(), 10*time.Second))
+		require.NoError(t, l.Release(context.Background()))
+		time.Sleep(5 * time.Millisecond) // the retake, had it been left behind, lands meanwhile
+		for _, s := range srv {
+			require.Empty(t, getString(t, s, key), "run %d: %s holds the released token again", i, s.Addr())
+		}
+	}
+}
+
+// A Release whose ctx is done before it begins changes nothing and says
+// so: the lock still holds, on every master as in its own state.
+func TestIntegration_ReleaseWithADoneContext_ChangesNothing(t *testing.T) {
+	srv := masters(t, 3)
+	c := client(t, srv)
+	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, s := range srv {
+			if getString(t, s, "k") != l.Token() {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = l.Release(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "not attempted")
+	assert.NoError(t, l.Err())
+	assert.Greater(t, l.Validity(), 9*time.Second)
+	time.Sleep(20 * time.Millisecond)
+	for _, s := range srv {
+		assert.Equal(t, l.Token(), getString(t, s, "k"), "%s: the lock must be as it was", s.Addr())
+	}
+	err = l.Extend(ctx, 10*time.Second)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NoError(t, l.Err(), "an extension never attempted loses nothing")
+
+	require.NoError(t, l.Release(context.Background()))
+	require.NoError(t, c.Close())
+	for _, s := range srv {
+		assert.Empty(t, getString(t, s, "k"))
+	}
+}
+
+// Node timeouts come from the configured clock: a client on a clock far
+// from the real one still gives each master its full timeout.
+func TestIntegration_NodeTimeoutsUseTheConfiguredClock(t *testing.T) {
+	srv := masters(t, 3)
+	clk := clock.NewFake(time.Unix(1_000_000, 0)) // decades before the real now
+	c := client(t, srv, WithClock(clk))
+	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// A fresh cluster refuses a lock for one guard window with its own error,
+// inside ErrNotObtained, that names the masters and the window: not the
+// plain refusal that means another worker holds the key.
+func TestIntegration_QuarantineHasItsOwnError(t *testing.T) {
+	srv := masters(t, 3)
+	c, err := NewFromAddrs(redistest.Addrs(srv), WithLogger(quiet()), WithRestartGuard(time.Minute))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.TryLock(context.Background(), "k", 10*time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.ErrorIs(t, err, ErrQuarantined)
+	assert.NotErrorIs(t, err, ErrHeld)
+	named := 0
+	for _, s := range srv {
+		if strings.Contains(err.Error(), s.Addr()) {
+			named++
+		}
+	}
+	assert.GreaterOrEqual(t, named, c.Quorum(), "the quarantined masters are named: %v", err)
+	assert.Contains(t, err.Error(), "1m0s")
+
+	other := client(t, srv)
+	l, err := other.TryLock(context.Background(), "held", 10*time.Second)
+	require.NoError(t, err)
+	_, err = other.TryLock(context.Background(), "held", 10*time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	assert.NotErrorIs(t, err, ErrQuarantined, "a held key is not quarantine")
+	require.NoError(t, l.Release(context.Background()))
+}
+
+// records keeps the log records a client writes.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// warnings returns the text of the WARN records whose message contains msg.
+func (r *records) warnings(msg string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.recs {
+		if rec.Level != slog.LevelWarn || !strings.Contains(rec.Message, msg) {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(rec.Message)
+		rec.Attrs(func(a slog.Attr) bool {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+			return true
+		})
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// A master that keeps failing while a quorum carries on is reported at WARN
+// once, naming the failure and its fix, not on every call and not never.
+func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
+	srv := masters(t, 4)
+	for _, tc := range []struct {
+		name, kind, fix string
+		start           func(t *testing.T) string
+	}{
+		{"password required", "NOAUTH", "password", func(t *testing.T) string {
+			return redistest.Start(t, 1, redistest.Ephemeral, "--requirepass", "secret")[0].Addr()
+		}},
+		{"a replica given as a master", "READONLY", "replica", func(t *testing.T) string {
+			return redistest.Start(t, 1, redistest.Ephemeral, "--replicaof", "127.0.0.1", strconv.Itoa(srv[0].Port))[0].Addr()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := tc.start(t)
+			log := &records{}
+			c, err := NewFromAddrs(append(redistest.Addrs(srv), bad), WithRestartGuard(0), WithLogger(slog.New(log)))
+			require.NoError(t, err)
+			defer c.Close()
+			for i := range 20 {
+				l, err := c.TryLock(context.Background(), fmt.Sprintf("%s%d", tc.kind, i), 10*time.Second)
+				require.NoError(t, err)
+				require.NoError(t, l.Release(context.Background()))
+			}
+			require.NoError(t, c.Close())
+			warns := log.warnings("master failing")
+			require.Len(t, warns, 1, "one warning for the master that refuses every call: %q", warns)
+			assert.Contains(t, warns[0], bad)
+			assert.Contains(t, warns[0], "failure="+tc.kind)
+			assert.Contains(t, warns[0], tc.fix)
+		})
+	}
+}
+
+// A roll-back leaves its tombstone where its token held the key too: an
+// acquire of the same attempt arriving after the roll-back cannot land. The
+// real scripts and the fake master agree.
+func TestContract_RollbackTombstone(t *testing.T) {
+	srv := masters(t, 1)
+	c := client(t, srv)
+	real := c.nodes[0]
+	fakeClk := clock.NewFake(time.Unix(1_000_000, 0))
+	for _, n := range []node{real, newFakeNode("fake", fakeClk, healthy)} {
+		t.Run(fmt.Sprintf("%T", n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			req := request{key: "k", token: "t1", ttl: 10 * time.Second, keep: time.Minute}
+			g, err := n.acquire(ctx, req.withArgv())
+			require.NoError(t, err)
+			require.True(t, g.ok)
+			undo := req.withArgv()
+			undo.rollback = true
+			r, err := n.release(ctx, undo)
+			require.NoError(t, err)
+			assert.Equal(t, freed, r)
+			late, err := n.acquire(ctx, req.withArgv())
+			require.NoError(t, err)
+			assert.False(t, late.ok, "an acquire after its roll-back landed")
+
+			// A release that was asked for a tombstone leaves one too.
+			req2 := request{key: "k2", token: "t2", ttl: 10 * time.Second, keep: time.Minute}
+			_, err = n.acquire(ctx, req2.withArgv())
+			require.NoError(t, err)
+			rel := req2.withArgv()
+			rel.tombstone = true
+			r, err = n.release(ctx, rel)
+			require.NoError(t, err)
+			assert.Equal(t, freed, r)
+			late, err = n.acquire(ctx, req2.withArgv())
+			require.NoError(t, err)
+			assert.False(t, late.ok, "an acquire after a tombstoned release landed")
+
+			// A plain release leaves none: the key is free for the next.
+			req3 := request{key: "k3", token: "t3", ttl: 10 * time.Second, keep: time.Minute}
+			_, err = n.acquire(ctx, req3.withArgv())
+			require.NoError(t, err)
+			r, err = n.release(ctx, req3.withArgv())
+			require.NoError(t, err)
+			assert.Equal(t, freed, r)
+			again, err := n.acquire(ctx, req3.withArgv())
+			require.NoError(t, err)
+			assert.True(t, again.ok)
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+)
+
+// trail records, for each master, the requests carrying one lock's token
+// that were sent there: the acquisition's rounds and every retake. A
+// release or a hand-over of the lock on a master first waits until all of
+// them have returned, so that none can land after it on a connection of
+// its own. A request that returned without a reply (a timeout, a dropped
+// connection) may still be on its way; on that master the release leaves
+// the token's tombstone, which the acquire script obeys, so it cannot land
+// either. A released token therefore never comes back.
+type trail struct {
+	mu   sync.Mutex
+	sent [][]sentRequest
+}
+
+// sentRequest is one request of a trail: done is closed once it has returned,
+// and then noReply says whether its outcome on the master is unknown.
+type sentRequest struct {
+	done    <-chan struct{}
+	noReply func() bool
+}
+
+func newTrail(nodes int, rounds []round) *trail {
+	t := &trail{sent: make([][]sentRequest, nodes)}
+	for _, r := range rounds {
+		for i := range nodes {
+			t.add(i, r.res.Done(i), func() bool { return r.failed[i] })
+		}
+	}
+	return t
+}
+
+// add records a request sent to master i.
+func (t *trail) add(i int, done <-chan struct{}, noReply func() bool) {
+	t.mu.Lock()
+	t.sent[i] = append(t.sent[i], sentRequest{done: done, noReply: noReply})
+	t.mu.Unlock()
+}
+
+// settle waits until every request recorded for master i has returned, and
+// reports whether any of them got no reply. Each request is bounded by the
+// node timeout, so without a ctx deadline the wait is bounded too.
+func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
+	t.mu.Lock()
+	sent := t.sent[i]
+	t.mu.Unlock()
+	for _, s := range sent {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+		unsure = unsure || s.noReply()
+	}
+	return unsure, nil
+}
+
+// unsure waits until every request recorded has returned, and reports
+// whether any of them got no reply, on any master. Each is bounded by the
+// node timeout.
+func (t *trail) unsure() bool {
+	for i := range t.sent {
+		if u, _ := t.settle(context.Background(), i); u {
+			return true
+		}
+	}
+	return false
+}

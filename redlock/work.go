@@ -1,0 +1,66 @@
+package redlock
+
+import "sync"
+
+// work counts what a client still owes the masters: the operations in
+// flight and every background write they leave behind (a straggler's
+// delete, a roll-back, a retake), plus the watchdogs and subscribers.
+//
+// Close must wait for all of it before it closes the pools, or a delete
+// that could still land is abandoned. A sync.WaitGroup cannot serve: its
+// Add may not race with Wait, and work in flight adds more as it goes.
+// Here new operations are refused once closing has begun, and work that is
+// already counted may add to it at any time, so the count can only reach
+// zero once, after the last of it.
+type work struct {
+	mu      sync.Mutex
+	n       int
+	closing bool
+	idle    chan struct{} // closed when closing and n is zero
+}
+
+func newWork() *work { return &work{idle: make(chan struct{})} }
+
+// enter counts a new operation. It reports false once the client is
+// closing: the operation must not start.
+func (w *work) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closing {
+		return false
+	}
+	w.n++
+	return true
+}
+
+// add counts n more pieces of work. Only work already counted may call it,
+// so the count is above zero and Close is still waiting.
+func (w *work) add(n int) {
+	w.mu.Lock()
+	w.n += n
+	w.mu.Unlock()
+}
+
+// done ends one piece of work.
+func (w *work) done() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n--
+	if w.n == 0 && w.closing {
+		close(w.idle)
+	}
+}
+
+// close refuses new operations and returns a channel closed once all the
+// work counted has ended.
+func (w *work) close() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closing {
+		w.closing = true
+		if w.n == 0 {
+			close(w.idle)
+		}
+	}
+	return w.idle
+}
