@@ -56,7 +56,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	a := outcome{err: fmt.Errorf("%w: key %q: waiting in line", ErrNotObtained, key)}
 	if lo.owner != "" || !c.hub.waiting(key) {
 		a = c.attempt(ctx, key, ttl, lo)
-		if a.err == nil || !errors.Is(a.err, ErrNotObtained) {
+		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
 		}
 	}
@@ -117,7 +117,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			acquired = true
 			return a.lock, nil
 		}
-		if !errors.Is(a.err, ErrNotObtained) {
+		if !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return nil, a.err
 		}
 	}

@@ -32,6 +32,7 @@ type round struct {
 	refused []bool
 	votes   []quorumlock.Vote
 	failed  []bool
+	errs    []error // why a master failed, when failed
 }
 
 // roundTally counts what every master that has answered said.
@@ -150,7 +151,47 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		// again; wait for its release, or the backoff.
 	}
 	out.err = c.notObtained(key, last, fenceErr, ok, elapsed, validity, timeout, window)
+	if mis := c.misconfigured(req, last); mis != nil {
+		out.err = fmt.Errorf("%w: %w", mis, out.err)
+	}
 	return out
+}
+
+// misconfigured returns an ErrMisconfigured error when so many masters of
+// the round failed in ways no retry fixes (an ACL, a password, a replica or
+// a cluster member given as a master) that no quorum is possible without
+// them: waiting for the lock would wait for ever.
+func (c *Client) misconfigured(req request, r round) error {
+	var addrs []string
+	kinds := map[string]bool{}
+	var order []string
+	for i := range r.failed {
+		select {
+		case <-r.res.Done(i):
+		default:
+			continue // still running: its slots are not ours to read
+		}
+		if !r.failed[i] || !permanent(r.errs[i]) {
+			continue
+		}
+		addrs = append(addrs, c.nodes[i].addr())
+		if k := failureKind(r.errs[i]); !kinds[k] {
+			kinds[k] = true
+			order = append(order, k)
+		}
+	}
+	if len(addrs) <= len(c.nodes)-c.quorum {
+		return nil
+	}
+	fixes := make([]string, len(order))
+	for j, k := range order {
+		fixes[j] = k + ": " + remedy(k)
+		if k == "NOPERM" {
+			fixes[j] += "; the lock's scripts touch " + c.touches(req)
+		}
+	}
+	return fmt.Errorf("%w: %d of %d masters (%s) refuse the lock's commands, and no quorum is possible without them: %s",
+		ErrMisconfigured, len(addrs), len(c.nodes), strings.Join(addrs, ", "), strings.Join(fixes, "; "))
 }
 
 // acquireRound fans the acquire script out once. On each master it first
@@ -158,7 +199,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // the lock it takes over, as a release does).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	n := len(c.nodes)
-	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n)}
+	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n), errs: make([]error, n)}
 	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock},
 		func(ctx context.Context, i int) (quorumlock.Vote, error) {
 			if after != nil {
@@ -169,7 +210,7 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			}
 			g, err := c.nodes[i].acquire(ctx, req)
 			if err != nil {
-				r.failed[i] = true
+				r.failed[i], r.errs[i] = true, err
 				return quorumlock.No, c.nodeErr(i, err)
 			}
 			r.grants[i] = g

@@ -60,7 +60,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	nodes := make([]node, len(pools))
 	for i, p := range pools {
-		n := &redisNode{pool: p, scripts: &c.scripts, clock: c.o.clock, cond: &condition{log: c.o.logger, addr: p.Addr()}}
+		n := &redisNode{pool: p, scripts: &c.scripts, names: c.names(), clock: c.o.clock, cond: &condition{log: c.o.logger, addr: p.Addr()}}
 		if c.o.restartGuard != 0 {
 			n.guard = &guard{clock: c.o.clock, log: c.o.logger, window: c.guardWindow}
 		}
@@ -210,6 +210,22 @@ func (c *Client) spawn(f func()) {
 		defer c.work.done()
 		f()
 	}()
+}
+
+// names maps lock keys to what the scripts touch, in the client's namespace.
+func (c *Client) names() names { return names{ns: c.o.namespace} }
+
+// touches lists the keys and channels a lock on req's key touches, and the
+// ACL patterns that grant them, for an error that must say what to grant.
+func (c *Client) touches(req request) string {
+	nm := c.names()
+	s := fmt.Sprintf("keys %s, %s, %s and %s and channel %s: grant them with ",
+		nm.lock(req.key), nm.fence(req.key), nm.floor(), nm.void(req.token), nm.channel(req.key))
+	if nm.ns != "" {
+		return s + fmt.Sprintf("~%s* &%s*", nm.ns, nm.ns)
+	}
+	return s + fmt.Sprintf("~%s ~%s* &%s* (or set WithNamespace and grant ~<namespace>* &<namespace>*)",
+		req.key, reservedPrefix, reservedPrefix)
 }
 
 // nodeTimeout is the per-master bound for a lock of this TTL: the configured

@@ -20,8 +20,10 @@ import (
 // resolve) is a warning, with what would fix it; a master down or slow, which
 // the quorum is there to ride out, is information.
 type condition struct {
-	log  *slog.Logger
-	addr string
+	log    *slog.Logger
+	addr   string
+	what   string // what fails: "master" when empty
+	effect string // what that means; "its votes do not count until this clears" when empty
 
 	mu   sync.Mutex
 	kind string // "" while the master answers
@@ -38,18 +40,21 @@ func (c *condition) note(err error) {
 	prev := c.kind
 	c.kind = kind
 	c.mu.Unlock()
+	what, effect := c.what, c.effect
+	if what == "" {
+		what, effect = "master", "its votes do not count until this clears"
+	}
 	switch {
 	case kind == prev:
 	case kind == "":
-		c.log.Info("redlock: master answers again", "addr", c.addr, "was", prev)
+		c.log.Info("redlock: "+what+" answers again", "addr", c.addr, "was", prev)
 	default:
 		fix := remedy(kind)
 		if fix == "" {
-			c.log.Info("redlock: master not answering; the others carry on", "addr", c.addr, "failure", kind, "err", err)
+			c.log.Info("redlock: "+what+" not answering; "+effect, "addr", c.addr, "failure", kind, "err", err)
 			return
 		}
-		c.log.Warn("redlock: master failing; its votes do not count until this clears",
-			"addr", c.addr, "failure", kind, "err", err, "fix", fix)
+		c.log.Warn("redlock: "+what+" failing; "+effect, "addr", c.addr, "failure", kind, "err", err, "fix", fix)
 	}
 }
 
@@ -62,6 +67,9 @@ func failureKind(err error) string {
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
+		if strings.HasPrefix(string(re), "ERR unknown command") {
+			return "unknown command"
+		}
 		code, _, _ := strings.Cut(string(re), " ")
 		return code
 	}
@@ -94,6 +102,8 @@ func remedy(kind string) string {
 		return "the address is a Redis Cluster member; give standalone masters"
 	case "OOM":
 		return "the master is out of memory under maxmemory; raise maxmemory"
+	case "NOSCRIPT", "unknown command":
+		return "the master refuses Lua scripts (EVAL/EVALSHA renamed, disabled or denied); allow them"
 	case "unresolvable host":
 		return "check the host name"
 	}

@@ -39,6 +39,14 @@ var (
 // The error's text names the masters and the window.
 var ErrQuarantined = errors.New("redlock: masters in restart quarantine")
 
+// ErrMisconfigured comes inside ErrNotObtained when so many masters refuse
+// the lock's commands in a way no retry fixes (NOPERM, NOAUTH or WRONGPASS,
+// READONLY, MOVED or CROSSSLOT, OOM, scripting denied) that no quorum is
+// possible without them. Lock and Do then return at once instead of waiting
+// for ever. The error's text names the masters, the keys and channels
+// involved, and what would fix it; each master's *NodeError is wrapped too.
+var ErrMisconfigured = errors.New("redlock: masters misconfigured for locking")
+
 // ErrHeld is one master's refusal: the key is held there by another owner.
 // It comes wrapped in a *NodeError inside ErrNotObtained, and tells a
 // contended key apart from masters that could not be reached.

@@ -62,7 +62,9 @@ func newHub(c *Client) *hub {
 	// them means listening on at least one master of any such quorum.
 	h.need = len(c.nodes) - c.quorum + 1
 	for i := range c.nodes {
-		h.subs = append(h.subs, &subscriber{h: h, node: i, want: map[string]bool{}})
+		cond := &condition{log: c.o.logger, addr: c.nodes[i].addr(),
+			what: "release announcements from master", effect: "waiters fall back to their backoff"}
+		h.subs = append(h.subs, &subscriber{h: h, node: i, want: map[string]bool{}, cond: cond})
 	}
 	return h
 }
@@ -83,7 +85,7 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
 			}
 		}
 		for _, s := range h.subs {
-			s.subscribe(releaseChannel(key))
+			s.subscribe(h.c.names().channel(key))
 		}
 	}
 	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
@@ -279,7 +281,7 @@ func (w *waiter) dequeue(acquired bool) {
 	if len(q.waiters) == 0 {
 		delete(h.queues, q.key)
 		for _, s := range h.subs {
-			s.unsubscribe(releaseChannel(q.key))
+			s.unsubscribe(h.c.names().channel(q.key))
 		}
 		return
 	}

@@ -445,7 +445,7 @@ func TestIntegration_OnePubSubConnectionPerMaster(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool {
-		v, _ := redis.Values(do(t, srv[0], "PUBSUB", "NUMSUB", releaseChannel("e")), nil)
+		v, _ := redis.Values(do(t, srv[0], "PUBSUB", "NUMSUB", names{}.channel("e")), nil)
 		return len(v) == 2 && v[1].(int64) == 1
 	}, 5*time.Second, 10*time.Millisecond, "waiters subscribed")
 	for _, s := range srv {
@@ -632,12 +632,12 @@ func TestIntegration_FenceFloorCoversEveryCounter(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	}
 	for _, s := range srv {
-		floor, err := redis.String(do(t, s, "ZSCORE", fenceFloorKey, "floor"), nil)
+		floor, err := redis.String(do(t, s, "ZSCORE", names{}.floor(), "floor"), nil)
 		require.NoError(t, err)
 		f, err := strconv.ParseInt(floor, 10, 64)
 		require.NoError(t, err, "the floor %q is a whole number", floor)
 		for k := range 4 {
-			v, err := redis.Int64(do(t, s, "GET", fenceKey("f"+strconv.Itoa(k))), nil)
+			v, err := redis.Int64(do(t, s, "GET", names{}.fence("f"+strconv.Itoa(k))), nil)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, f, v, "%s: floor below the counter of f%d", s.Addr(), k)
 		}

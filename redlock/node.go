@@ -112,6 +112,7 @@ type node interface {
 type redisNode struct {
 	pool    pool.Pool
 	scripts *scriptSet
+	names   names
 	clock   clock.Clock
 	guard   *guard     // nil when the restart guard is off
 	cond    *condition // how the last call went, logged when it changes
@@ -135,7 +136,8 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
+		nm := n.names
+		return []any{nm.lock(r.key), nm.fence(r.key), nm.floor(), nm.void(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
 	}))
 	if err != nil {
 		return grant{}, err
@@ -166,33 +168,33 @@ func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 
 func (n *redisNode) extend(ctx context.Context, r request) (extended, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.extend, r.argv.get(n.scripts.extend, func() []any {
-		return []any{r.key, r.token, ms(r.ttl), r.owner}
+		return []any{n.names.lock(r.key), r.token, ms(r.ttl), r.owner}
 	})))
 	return extended(v), err
 }
 
 func (n *redisNode) release(ctx context.Context, r request) (released, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.release, r.argv.get(n.scripts.release, func() []any {
-		channel, tomb := releaseChannel(r.key), ""
+		channel, tomb := n.names.channel(r.key), ""
 		if r.rollback {
 			channel = ""
 		}
 		if r.rollback || r.tombstone {
 			tomb = ms(r.ttl)
 		}
-		return []any{r.key, voidKey(r.token), r.token, r.owner, channel, tomb}
+		return []any{n.names.lock(r.key), n.names.void(r.token), r.token, r.owner, channel, tomb}
 	})))
 	return released(v), err
 }
 
 func (n *redisNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	v, err := redis.Int64(n.eval(ctx, n.scripts.fence,
-		n.scripts.fence.argv(r.key, fenceKey(r.key), fenceFloorKey, r.token, r.owner, fence, ms(r.ttl+r.keep))))
+		n.scripts.fence.argv(n.names.lock(r.key), n.names.fence(r.key), n.names.floor(), r.token, r.owner, fence, ms(r.ttl+r.keep))))
 	return v == 1, err
 }
 
 func (n *redisNode) inspect(ctx context.Context, key string) (keyState, error) {
-	v, err := redis.Values(n.eval(ctx, n.scripts.inspect, n.scripts.inspect.argv(key, fenceKey(key), fenceFloorKey)))
+	v, err := redis.Values(n.eval(ctx, n.scripts.inspect, n.scripts.inspect.argv(n.names.lock(key), n.names.fence(key), n.names.floor())))
 	if err != nil {
 		return keyState{}, err
 	}

@@ -42,6 +42,7 @@ type options struct {
 	tokens       func() (string, error)
 	restartGuard time.Duration
 	fenceKeep    time.Duration
+	namespace    string
 }
 
 func defaultOptions() options {
@@ -126,6 +127,18 @@ func WithRestartGuard(window time.Duration) Option {
 // counter was dropped still gets a larger fence, from a per-master floor.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.fenceKeep = d })
+}
+
+// WithNamespace puts every key and channel the client uses on a master
+// below prefix: a lock on key "job" is kept at prefix+"job", its fencing
+// counter at prefix+"quorumlock:fence:job", the master's fence floor, the
+// tombstones and the release announcements likewise. One ACL rule then
+// grants them all: ~<prefix>* &<prefix>* (see the README, Running against
+// production Redis). Every client that locks the same keys must use the
+// same namespace. Default "": lock keys as given, the rest below
+// "quorumlock:".
+func WithNamespace(prefix string) Option {
+	return optionFunc(func(o *options) { o.namespace = prefix })
 }
 
 func (o *options) validate(n int) error {

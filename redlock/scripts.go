@@ -9,18 +9,30 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// Key names this library writes besides the lock key itself. Keys that start
-// with reservedPrefix are refused as lock keys.
-const (
-	reservedPrefix = "quorumlock:"
-	fenceFloorKey  = reservedPrefix + "fence-floor"
-)
+// reservedPrefix starts the names of the keys and channels this library
+// keeps besides the lock key itself; lock keys that start with it are
+// refused.
+const reservedPrefix = "quorumlock:"
 
-func fenceKey(key string) string       { return reservedPrefix + "fence:" + key }
-func releaseChannel(key string) string { return reservedPrefix + "released:" + key }
+// names maps a lock key to every key and channel the scripts touch on a
+// master, all below the client's namespace (WithNamespace), so that one ACL
+// pattern can grant them: ~<namespace>* and &<namespace>*.
+type names struct{ ns string }
 
-// voidKey is the tombstone a roll-back leaves for an attempt's token.
-func voidKey(token string) string { return reservedPrefix + "void:" + token }
+// lock is where the lock itself is kept.
+func (n names) lock(key string) string { return n.ns + key }
+
+// fence is the key's fencing counter.
+func (n names) fence(key string) string { return n.ns + reservedPrefix + "fence:" + key }
+
+// floor is the master's fence floor, shared by every key.
+func (n names) floor() string { return n.ns + reservedPrefix + "fence-floor" }
+
+// void is the tombstone a roll-back or a release leaves for a token.
+func (n names) void(token string) string { return n.ns + reservedPrefix + "void:" + token }
+
+// channel is where releases of the key are announced.
+func (n names) channel(key string) string { return n.ns + reservedPrefix + "released:" + key }
 
 // script is one Lua script, sent by hash and by source when the master does
 // not have it cached.

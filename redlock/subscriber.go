@@ -14,6 +14,7 @@ import (
 type subscriber struct {
 	h    *hub
 	node int
+	cond *condition // how the connection fares, logged when it changes
 
 	mu      sync.Mutex // guards conn's writer side, want and stopped
 	conn    redis.Conn
@@ -55,6 +56,10 @@ func (s *subscriber) stop() {
 	}
 }
 
+// run keeps the connection up, with capped exponential backoff between
+// tries. The backoff starts over only once a subscription was confirmed: a
+// master that accepts the connection but refuses SUBSCRIBE (an ACL without
+// the channels) is not redialled in a tight loop.
 func (s *subscriber) run() {
 	c := s.h.c
 	backoff := 10 * time.Millisecond
@@ -83,15 +88,23 @@ func (s *subscriber) run() {
 			s.send("SUBSCRIBE", chans...)
 			s.mu.Unlock()
 
-			s.receive(conn)
+			var confirmed bool
+			confirmed, err = s.receive(conn)
 
 			s.mu.Lock()
 			s.conn = nil
+			stopped := s.stopped
 			s.mu.Unlock()
 			conn.Close()
 			s.h.disconnected(s.node)
-			backoff = 10 * time.Millisecond
+			if stopped {
+				return
+			}
+			if confirmed {
+				backoff = 10 * time.Millisecond
+			}
 		}
+		s.cond.note(err)
 		t := c.o.clock.NewTimer(backoff)
 		select {
 		case <-c.closing:
@@ -103,20 +116,27 @@ func (s *subscriber) run() {
 	}
 }
 
-func (s *subscriber) receive(conn redis.Conn) {
+// receive reads announcements and confirmations until the connection
+// fails. It reports whether a subscription was confirmed, and why it ended.
+func (s *subscriber) receive(conn redis.Conn) (confirmed bool, err error) {
 	psc := redis.PubSubConn{Conn: conn}
+	prefix := s.h.c.names().channel("")
 	for {
 		switch v := psc.ReceiveWithTimeout(0).(type) {
 		case redis.Message:
-			if key, ok := strings.CutPrefix(v.Channel, releaseChannel("")); ok {
+			if key, ok := strings.CutPrefix(v.Channel, prefix); ok {
 				s.h.notify(key)
 			}
 		case redis.Subscription:
-			if key, ok := strings.CutPrefix(v.Channel, releaseChannel("")); ok {
+			if key, ok := strings.CutPrefix(v.Channel, prefix); ok {
 				s.h.confirm(s.node, key, v.Kind == "subscribe")
 			}
+			if v.Kind == "subscribe" && !confirmed {
+				confirmed = true
+				s.cond.note(nil)
+			}
 		case error:
-			return
+			return confirmed, v
 		}
 	}
 }
