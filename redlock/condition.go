@@ -112,4 +112,6 @@ func remedy(kind string) string {
 
 // permanent reports an error that no retry fixes: the master answered, and
 // what it said needs its configuration or the client's to change.
-func permanent(err error) bool { return remedy(failureKind(err)) != "" && failureKind(err) != "unresolvable host" }
+func permanent(err error) bool {
+	return remedy(failureKind(err)) != "" && failureKind(err) != "unresolvable host"
+}
