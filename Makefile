@@ -13,9 +13,11 @@ lint:
 	$(GO) vet ./...
 	@for m in $(MODULES); do if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./...) || exit 1; fi; done
 
-# The library, the command and their integration tests against real redis-server processes.
+# The library, the command and their integration tests against real redis-server processes;
+# then the library's integration tests again as the README's least-privilege ACL user.
 unit:
 	$(GO) test -race -count=1 ./...
+	REDLOCK_TEST_ACL=1 $(GO) test -race -count=1 -run 'Integration|Contract' ./redlock
 
 # The comparison module's own tests (its harness, floor and proxy), not its benchmarks.
 benchtest:

@@ -24,14 +24,21 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // masters starts n real redis-server processes.
 func masters(t *testing.T, n int) []*redistest.Server {
 	t.Helper()
-	return redistest.Start(t, n, redistest.Ephemeral)
+	return mastersWith(t, n, redistest.Ephemeral)
+}
+
+// mastersWith starts n real redis-server processes with persistence p; in
+// the ACL suite, each with the README's least-privilege user.
+func mastersWith(t *testing.T, n int, p redistest.Persistence) []*redistest.Server {
+	t.Helper()
+	return redistest.Start(t, n, p, aclUser(t)...)
 }
 
 // client returns a client over the servers. The restart guard is off unless
 // the options turn it on: these servers have only just started.
 func client(t *testing.T, srv []*redistest.Server, opts ...Option) *Client {
 	t.Helper()
-	c, err := NewFromAddrs(redistest.Addrs(srv), append([]Option{WithRestartGuard(0), WithLogger(quiet())}, opts...)...)
+	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))(opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -50,7 +57,7 @@ func do(t *testing.T, s *redistest.Server, cmd string, args ...any) any {
 
 func getString(t *testing.T, s *redistest.Server, key string) string {
 	t.Helper()
-	v, err := redis.String(do(t, s, "GET", key), nil)
+	v, err := redis.String(do(t, s, "GET", stored(key)), nil)
 	if errors.Is(err, redis.ErrNil) {
 		return ""
 	}
@@ -92,7 +99,7 @@ func TestIntegration_AcquireContendRelease(t *testing.T) {
 func TestIntegration_MinorityHeldByForeignToken_StillLocks_AndLeavesItAlone(t *testing.T) {
 	srv := masters(t, 5)
 	for _, s := range srv[:2] {
-		do(t, s, "SET", "k", "foreign", "PX", 30000)
+		do(t, s, "SET", stored("k"), "foreign", "PX", 30000)
 	}
 	c := client(t, srv)
 	l, err := c.TryLock(context.Background(), "k", 5*time.Second)
@@ -100,7 +107,7 @@ func TestIntegration_MinorityHeldByForeignToken_StillLocks_AndLeavesItAlone(t *t
 	require.NoError(t, l.Release(context.Background()))
 	for _, s := range srv[:2] {
 		assert.Equal(t, "foreign", getString(t, s, "k"))
-		pttl, _ := redis.Int64(do(t, s, "PTTL", "k"), nil)
+		pttl, _ := redis.Int64(do(t, s, "PTTL", stored("k")), nil)
 		assert.Greater(t, pttl, int64(25000), "the foreign TTL is untouched")
 	}
 	for _, s := range srv[2:] {
@@ -111,7 +118,7 @@ func TestIntegration_MinorityHeldByForeignToken_StillLocks_AndLeavesItAlone(t *t
 func TestIntegration_MajorityHeld_FailsAndLeavesNoResidue(t *testing.T) {
 	srv := masters(t, 5)
 	for _, s := range srv[:3] {
-		do(t, s, "SET", "k", "foreign", "PX", 30000)
+		do(t, s, "SET", stored("k"), "foreign", "PX", 30000)
 	}
 	c := client(t, srv)
 	_, err := c.TryLock(context.Background(), "k", 5*time.Second)
@@ -176,7 +183,7 @@ func TestIntegration_ExtendAndReleaseTwice(t *testing.T) {
 	assert.Greater(t, l.Validity(), 19*time.Second)
 	extended := 0
 	for _, s := range srv {
-		if pttl, _ := redis.Int64(do(t, s, "PTTL", "k"), nil); pttl > 19000 {
+		if pttl, _ := redis.Int64(do(t, s, "PTTL", stored("k")), nil); pttl > 19000 {
 			extended++
 		}
 	}
@@ -239,7 +246,7 @@ func TestIntegration_DoLoss_CancelsFnBeforeUntil(t *testing.T) {
 	start := time.Now()
 	err := c.Do(context.Background(), "k", time.Second, func(ctx context.Context) error {
 		for _, s := range srv { // an operator deletes the lock everywhere
-			do(t, s, "DEL", "k")
+			do(t, s, "DEL", stored("k"))
 		}
 		select {
 		case <-ctx.Done():
@@ -282,11 +289,11 @@ func TestIntegration_AutoExtend_OutlivesTheTTL_ThroughAPausedMinority(t *testing
 // every write fsynced, so no master loses data). Every fence must be larger
 // than the one before.
 func TestIntegration_FencesStrictlyIncrease_WhileMinoritiesComeAndGo(t *testing.T) {
-	srv := redistest.Start(t, 5, redistest.FsyncAlways)
+	srv := mastersWith(t, 5, redistest.FsyncAlways)
 	// The restart guard is on: durable masters must not be quarantined.
 	opts := []Option{WithRestartGuard(time.Minute), WithNodeTimeout(20 * time.Millisecond), WithLogger(quiet())}
 	mk := func() *Client {
-		c, err := NewFromAddrs(redistest.Addrs(srv), opts...)
+		c, err := NewFromAddrs(urls(srv), suite(opts...)()...)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c
@@ -354,12 +361,12 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	require.NoError(t, err, "the owner enters again at once")
 	both := 0 // Lock returns at quorum: a straggler may have only the outer hold yet
 	for _, s := range srv {
-		n, _ := redis.Int(do(t, s, "HLEN", "r"), nil)
+		n, _ := redis.Int(do(t, s, "HLEN", stored("r")), nil)
 		assert.Contains(t, []int{2, 3}, n, "owner field and one or two holds")
 		if n == 3 {
 			both++
 		}
-		pttl, _ := redis.Int64(do(t, s, "PTTL", "r"), nil)
+		pttl, _ := redis.Int64(do(t, s, "PTTL", stored("r")), nil)
 		assert.Greater(t, pttl, int64(4000), "the shorter inner TTL never shortens the outer hold")
 	}
 	assert.GreaterOrEqual(t, both, 3, "a quorum holds both")
@@ -375,7 +382,7 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	require.NoError(t, outer.Release(ctx))
 	for _, s := range srv {
 		assert.Eventually(t, func() bool {
-			n, _ := redis.Int(do(t, s, "EXISTS", "r"), nil)
+			n, _ := redis.Int(do(t, s, "EXISTS", stored("r")), nil)
 			return n == 0
 		}, 2*time.Second, 5*time.Millisecond)
 	}
@@ -388,14 +395,14 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	assert.NotContains(t, err.Error(), "WRONGTYPE")
 	require.NoError(t, plain.Release(ctx))
 	for _, s := range srv {
-		do(t, s, "RPUSH", "list", "x")
+		do(t, s, "RPUSH", stored("list"), "x")
 	}
 	for _, opts := range [][]LockOption{{WithOwner("job-1")}, nil} {
 		_, err = c.TryLock(ctx, "list", time.Second, opts...)
 		require.ErrorIs(t, err, ErrNotObtained)
 		assert.NotContains(t, err.Error(), "WRONGTYPE")
 	}
-	n, _ := redis.Int(do(t, srv[0], "LLEN", "list"), nil)
+	n, _ := redis.Int(do(t, srv[0], "LLEN", stored("list")), nil)
 	assert.Equal(t, 1, n, "the foreign key is untouched")
 }
 
@@ -445,7 +452,7 @@ func TestIntegration_OnePubSubConnectionPerMaster(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool {
-		v, _ := redis.Values(do(t, srv[0], "PUBSUB", "NUMSUB", names{}.channel("e")), nil)
+		v, _ := redis.Values(do(t, srv[0], "PUBSUB", "NUMSUB", suiteNames().channel("e")), nil)
 		return len(v) == 2 && v[1].(int64) == 1
 	}, 5*time.Second, 10*time.Millisecond, "waiters subscribed")
 	for _, s := range srv {
@@ -481,7 +488,7 @@ func TestIntegration_RestartGuard(t *testing.T) {
 			}
 			ctx := context.Background()
 			for _, s := range srv[3:] {
-				do(t, s, "SET", "k", "foreign", "PX", 60000)
+				do(t, s, "SET", stored("k"), "foreign", "PX", 60000)
 			}
 			a := client(t, srv)
 			// A needs all three free masters; retry through any stall of the machine.
@@ -493,7 +500,7 @@ func TestIntegration_RestartGuard(t *testing.T) {
 			require.NoError(t, srv[2].Kill())
 			require.NoError(t, srv[2].Restart(redistest.Ephemeral))
 			for _, s := range srv[3:] {
-				do(t, s, "DEL", "k")
+				do(t, s, "DEL", stored("k"))
 			}
 
 			var opts []Option
@@ -524,9 +531,9 @@ func TestIntegration_RestartGuard(t *testing.T) {
 // connection, and a master that fsyncs every write is never quarantined.
 func TestIntegration_RestartGuard_LongLivedClientAndDurableMaster(t *testing.T) {
 	srv := masters(t, 3)
-	durable := redistest.Start(t, 1, redistest.FsyncAlways)[0]
+	durable := mastersWith(t, 1, redistest.FsyncAlways)[0]
 	all := append(srv, durable)
-	c, err := NewFromAddrs(redistest.Addrs(all), WithRestartGuard(time.Hour), WithLogger(quiet()))
+	c, err := NewFromAddrs(urls(all), suite(WithRestartGuard(time.Hour), WithLogger(quiet()))()...)
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
@@ -612,7 +619,7 @@ func TestIntegration_ReleaseThenCancel_LeavesNothing(t *testing.T) {
 	}
 	for _, s := range srv {
 		assert.Eventually(t, func() bool {
-			keys, _ := redis.Strings(do(t, s, "KEYS", "k*"), nil)
+			keys, _ := redis.Strings(do(t, s, "KEYS", stored("k*")), nil)
 			return len(keys) == 0
 		}, 2*time.Second, 10*time.Millisecond, "%s keeps lock keys", s.Addr())
 	}
@@ -632,12 +639,12 @@ func TestIntegration_FenceFloorCoversEveryCounter(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	}
 	for _, s := range srv {
-		floor, err := redis.String(do(t, s, "ZSCORE", names{}.floor(), "floor"), nil)
+		floor, err := redis.String(do(t, s, "ZSCORE", suiteNames().floor(), "floor"), nil)
 		require.NoError(t, err)
 		f, err := strconv.ParseInt(floor, 10, 64)
 		require.NoError(t, err, "the floor %q is a whole number", floor)
 		for k := range 4 {
-			v, err := redis.Int64(do(t, s, "GET", names{}.fence("f"+strconv.Itoa(k))), nil)
+			v, err := redis.Int64(do(t, s, "GET", suiteNames().fence("f"+strconv.Itoa(k))), nil)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, f, v, "%s: floor below the counter of f%d", s.Addr(), k)
 		}

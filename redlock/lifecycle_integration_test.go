@@ -21,7 +21,7 @@ import (
 // keysOn returns the keys on a master that match pattern.
 func keysOn(t *testing.T, s *redistest.Server, pattern string) []string {
 	t.Helper()
-	keys, err := redis.Strings(do(t, s, "KEYS", pattern), nil)
+	keys, err := redis.Strings(do(t, s, "KEYS", stored(pattern)), nil)
 	require.NoError(t, err)
 	return keys
 }
@@ -33,7 +33,7 @@ func TestIntegration_CloseAfterRelease_LeavesNothing(t *testing.T) {
 	srv := masters(t, 5)
 	for i := range 40 {
 		func() {
-			c, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithLogger(quiet()))
+			c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))()...)
 			require.NoError(t, err)
 			defer c.Close()
 			l, err := c.TryLock(context.Background(), fmt.Sprintf("k%d", i), 10*time.Second)
@@ -51,11 +51,11 @@ func TestIntegration_CloseAfterRelease_LeavesNothing(t *testing.T) {
 func TestIntegration_CloseDuringTryLock_StillRollsBack(t *testing.T) {
 	srv := masters(t, 5)
 	for _, s := range srv[:2] {
-		do(t, s, "SET", "k", "someone-else", "PX", 60_000)
+		do(t, s, "SET", stored("k"), "someone-else", "PX", 60_000)
 	}
 	require.NoError(t, srv[4].Pause()) // the attempt waits for it until the node timeout
 	t.Cleanup(func() { srv[4].Resume() })
-	c, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(300*time.Millisecond))
+	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(300*time.Millisecond))()...)
 	require.NoError(t, err)
 
 	type result struct {
@@ -85,16 +85,17 @@ func TestIntegration_CloseDuringTryLock_StillRollsBack(t *testing.T) {
 // the key. Run many times, as the retake and the delete race otherwise.
 func TestIntegration_RetakeNeverLandsAfterRelease(t *testing.T) {
 	srv := masters(t, 5)
-	c := client(t, srv)
 	for i := range 50 {
+		c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))()...)
+		require.NoError(t, err)
 		key := fmt.Sprintf("k%d", i)
 		l, err := c.TryLock(context.Background(), key, 10*time.Second)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return getString(t, srv[4], key) == l.Token() }, 2*time.Second, time.Millisecond)
-		do(t, srv[4], "DEL", key) // master 4 lost the key: the extension retakes it
+		do(t, srv[4], "DEL", stored(key)) // master 4 lost the key: the extension retakes it
 		require.NoError(t, l.Extend(context.Background(), 10*time.Second))
 		require.NoError(t, l.Release(context.Background()))
-		time.Sleep(5 * time.Millisecond) // the retake, had it been left behind, lands meanwhile
+		require.NoError(t, c.Close()) // the release's deletes, and a retake left behind, have run
 		for _, s := range srv {
 			require.Empty(t, getString(t, s, key), "run %d: %s holds the released token again", i, s.Addr())
 		}
@@ -154,7 +155,7 @@ func TestIntegration_NodeTimeoutsUseTheConfiguredClock(t *testing.T) {
 // plain refusal that means another worker holds the key.
 func TestIntegration_QuarantineHasItsOwnError(t *testing.T) {
 	srv := masters(t, 3)
-	c, err := NewFromAddrs(redistest.Addrs(srv), WithLogger(quiet()), WithRestartGuard(time.Minute))
+	c, err := NewFromAddrs(urls(srv), suite(WithLogger(quiet()), WithRestartGuard(time.Minute))()...)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.TryLock(context.Background(), "k", 10*time.Second)
@@ -233,7 +234,7 @@ func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := tc.start(t)
 			log := &records{}
-			c, err := NewFromAddrs(append(redistest.Addrs(srv), bad), WithRestartGuard(0), WithLogger(slog.New(log)))
+			c, err := NewFromAddrs(append(urls(srv), bad), suite(WithRestartGuard(0), WithLogger(slog.New(log)))()...)
 			require.NoError(t, err)
 			defer c.Close()
 			for i := range 20 {

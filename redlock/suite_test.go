@@ -1,0 +1,83 @@
+package redlock
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// The integration tests run twice in `make test`: as the default user, and
+// with REDLOCK_TEST_ACL set, as the least-privilege ACL user the README
+// gives for a namespace. Then every master has that user, every client
+// logs in as it in that namespace, and the tests' own reads and writes of
+// lock keys go below the namespace: a command or a key the README's rule
+// forgets fails the suite.
+
+// suiteNS is the namespace of the README's ACL rule.
+const suiteNS = "app:lock:"
+
+func aclSuite() bool { return os.Getenv("REDLOCK_TEST_ACL") != "" }
+
+// aclUser returns the redis-server arguments that create the README's ACL
+// user, in the ACL suite; none otherwise.
+func aclUser(t *testing.T) []string {
+	t.Helper()
+	if !aclSuite() {
+		return nil
+	}
+	return append([]string{"--user"}, strings.Fields(readmeACL(t, suiteNS))...)
+}
+
+// readmeACL returns the ACL rule the README gives for namespace ns: the
+// line that starts "user app on" and grants ~<ns>*.
+func readmeACL(t *testing.T, ns string) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatalf("reading the README's ACL rule: %v", err)
+	}
+	re := regexp.MustCompile(`(?m)^user app on .*~` + regexp.QuoteMeta(ns) + `\*.*$`)
+	line := re.FindString(string(b))
+	if line == "" {
+		t.Fatalf("the README gives no ACL rule for namespace %q", ns)
+	}
+	return strings.TrimPrefix(line, "user ")
+}
+
+// urls returns the addresses the suite's clients use: in the ACL suite,
+// logging in as the README's user.
+func urls(srv []*redistest.Server) []string {
+	out := redistest.Addrs(srv)
+	if aclSuite() {
+		for i, a := range out {
+			out[i] = "redis://app:secret@" + a
+		}
+	}
+	return out
+}
+
+// suite returns a function that appends opts to the options every client
+// of the suite gets: in the ACL suite, the README rule's namespace.
+func suite(base ...Option) func(opts ...Option) []Option {
+	return func(opts ...Option) []Option {
+		all := append([]Option(nil), base...)
+		if aclSuite() {
+			all = append(all, WithNamespace(suiteNS))
+		}
+		return append(all, opts...)
+	}
+}
+
+// suiteNames is where the suite's clients keep their keys.
+func suiteNames() names {
+	if aclSuite() {
+		return names{ns: suiteNS}
+	}
+	return names{}
+}
+
+// stored is where a lock on key, or a pattern of such keys, lies on a master.
+func stored(key string) string { return suiteNames().lock(key) }
