@@ -85,19 +85,29 @@ func TestIntegration_CloseDuringTryLock_StillRollsBack(t *testing.T) {
 // the key. Run many times, as the retake and the delete race otherwise.
 func TestIntegration_RetakeNeverLandsAfterRelease(t *testing.T) {
 	srv := masters(t, 5)
-	for i := range 50 {
-		c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))()...)
-		require.NoError(t, err)
-		key := fmt.Sprintf("k%d", i)
-		l, err := c.TryLock(context.Background(), key, 10*time.Second)
-		require.NoError(t, err)
-		require.Eventually(t, func() bool { return getString(t, srv[4], key) == l.Token() }, 2*time.Second, time.Millisecond)
-		do(t, srv[4], "DEL", stored(key)) // master 4 lost the key: the extension retakes it
-		require.NoError(t, l.Extend(context.Background(), 10*time.Second))
-		require.NoError(t, l.Release(context.Background()))
-		require.NoError(t, c.Close()) // the release's deletes, and a retake left behind, have run
-		for _, s := range srv {
-			require.Empty(t, getString(t, s, key), "run %d: %s holds the released token again", i, s.Addr())
+	for _, owner := range []string{"", "worker-1"} {
+		var opts []LockOption
+		if owner != "" {
+			opts = append(opts, WithOwner(owner)) // an orphaned hold would keep the master held for the owner
+		}
+		for i := range 25 {
+			c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))()...)
+			require.NoError(t, err)
+			key := fmt.Sprintf("k%s%d", owner, i)
+			l, err := c.TryLock(context.Background(), key, 10*time.Second, opts...)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				n, _ := redis.Int(do(t, srv[4], "EXISTS", stored(key)), nil)
+				return n == 1
+			}, 2*time.Second, time.Millisecond)
+			do(t, srv[4], "DEL", stored(key)) // master 4 lost the key: the extension retakes it
+			require.NoError(t, l.Extend(context.Background(), 10*time.Second))
+			require.NoError(t, l.Release(context.Background()))
+			require.NoError(t, c.Close()) // the release's deletes, and a retake left behind, have run
+			for _, s := range srv {
+				n, _ := redis.Int(do(t, s, "EXISTS", stored(key)), nil)
+				require.Zero(t, n, "owner %q, run %d: %s holds the released lock again", owner, i, s.Addr())
+			}
 		}
 	}
 }
