@@ -135,7 +135,7 @@ type demo struct {
 }
 
 func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) error {
-	clients := make([]*redlock.Client, 0, d.cfg.workers)
+	clients := make([]*client, 0, d.cfg.workers)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
@@ -149,7 +149,7 @@ func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) 
 		clients = append(clients, c)
 	}
 	if d.masters == nil {
-		if err := checkQuorum(ctx, clients[0], d.cfg.key); err != nil {
+		if err := checkQuorum(ctx, clients[0].Client, d.cfg.key); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) 
 	d.tally.init(len(addrs))
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		wg.Go(func() { d.worker(ctx, i+1, c) })
+		wg.Go(func() { d.worker(ctx, i+1, c.Client) })
 	}
 	if d.masters != nil {
 		wg.Go(func() { d.faults(ctx, clients[0].Quorum()) })

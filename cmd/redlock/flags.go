@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -26,6 +27,7 @@ type clientFlags struct {
 	quorum       int
 	restartGuard guardFlag
 	fenceKeep    time.Duration
+	tls          tlsFlags
 	verbose      bool
 }
 
@@ -41,6 +43,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, ttl time.Duration, ttlUsage str
 	c.restartGuard = guardFlag{auto: true}
 	fs.Var(&c.restartGuard, "restart-guard", "how long a restarted master stays out of the quorum, a `duration`; 0 turns the guard off, auto is the longest TTL used plus drift")
 	fs.DurationVar(&c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
+	c.tls.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "log what the library does on its own (extensions, retries, quarantines)")
 }
 
@@ -91,17 +94,63 @@ func (c *clientFlags) options(log *slog.Logger) []redlock.Option {
 	return opts
 }
 
-// newClient connects to addrs with the flags' options. Bad addresses and
-// out-of-range options are usage errors that name the value.
-func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlock.Option) (*redlock.Client, error) {
+// client is a lock client over pools the command made, with the --tls
+// flags applied to every master; Close closes both.
+type client struct {
+	*redlock.Client
+	pools []pool.Pool
+}
+
+// Close stops the client, if there is one yet, then closes its pools.
+func (c *client) Close() error {
+	var err error
+	if c.Client != nil {
+		err = c.Client.Close()
+	}
+	for _, p := range c.pools {
+		p.Close()
+	}
+	return err
+}
+
+// newClient connects to addrs with the flags' options. Bad addresses,
+// unusable TLS files and out-of-range options are usage errors that name
+// the value.
+func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlock.Option) (*client, error) {
 	if c.ttl <= 0 {
 		return nil, usageErr("--ttl %v is not positive", c.ttl)
 	}
-	cl, err := redlock.NewFromAddrs(addrs, append(c.options(log), extra...)...)
-	if errors.Is(err, redlock.ErrInvalid) {
-		return nil, usageErr("%v", err)
+	tlsCfg, err := c.tls.config()
+	if err != nil {
+		return nil, err
 	}
-	return cl, err
+	cl := &client{}
+	for i, a := range addrs {
+		var opts []pool.Option
+		if tlsCfg != nil {
+			if setsTLS(a) {
+				cl.Close()
+				// Not the address itself: it may hold a password.
+				return nil, usageErr("node %d is a URL with tls_* parameters, and the --tls flags set TLS for every master: use one or the other", i)
+			}
+			opts = append(opts, pool.WithTLS(tlsCfg))
+		}
+		p, err := pool.New(a, opts...)
+		if err != nil {
+			cl.Close()
+			return nil, usageErr("%v: node %d: %v", redlock.ErrInvalid, i, err)
+		}
+		cl.pools = append(cl.pools, p)
+	}
+	cl.Client, err = redlock.New(cl.pools, append(c.options(log), extra...)...)
+	if err != nil {
+		cl.Close()
+		if errors.Is(err, redlock.ErrInvalid) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, err
+	}
+	return cl, nil
 }
 
 // guardFlag is --restart-guard: "auto" (the library's default) or a duration.

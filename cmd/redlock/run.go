@@ -102,7 +102,7 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	signal.Notify(sigs, caughtSignals()...)
 	defer signal.Stop(sigs)
 
-	l, err := cfg.acquire(ctx, c, sigs)
+	l, err := cfg.acquire(ctx, c.Client, sigs)
 	if err != nil {
 		return err
 	}
