@@ -56,7 +56,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(benchCmd.name)
 	cfg.register(fs, 10*time.Second, "TTL of each lock")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "goroutines locking at once, each on its own key")
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to run")
+	durationVar(fs, &cfg.duration, "duration", 10*time.Second, "how long to run")
 	fs.StringVar(&cfg.prefix, "key", "bench", "key prefix; goroutine i locks <prefix>:<run id>:<i>, and <prefix>:<run id>:<i>.<n> after its n-th failure")
 	if err := benchCmd.parse(a, fs, args); err != nil {
 		return err

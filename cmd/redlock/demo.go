@@ -62,10 +62,10 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	var cfg demoConfig
 	fs := newFlagSet(demoCmd.name)
 	cfg.register(fs, time.Second, "TTL of each lock")
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the demo runs")
+	durationVar(fs, &cfg.duration, "duration", 10*time.Second, "how long the demo runs")
 	fs.IntVar(&cfg.workers, "workers", 3, "workers contending for the key")
 	fs.StringVar(&cfg.key, "key", "demo", "the key they contend for")
-	fs.DurationVar(&cfg.hold, "hold", 150*time.Millisecond, "how long each holder keeps the lock before releasing it; at most ttl/2")
+	durationVar(fs, &cfg.hold, "hold", 150*time.Millisecond, "how long each holder keeps the lock before releasing it; at most ttl/2")
 	fs.IntVar(&cfg.masters, "masters", 5, "in-process masters to start when no --nodes are given")
 	if err := demoCmd.parse(a, fs, args); err != nil {
 		return err

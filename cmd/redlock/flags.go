@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,14 +36,14 @@ type clientFlags struct {
 // since the library takes a TTL per lock rather than as an option.
 func (c *clientFlags) register(fs *flag.FlagSet, ttl time.Duration, ttlUsage string) {
 	fs.StringVar(&c.nodes, "nodes", "", "comma-separated masters, host:port or redis:// and rediss:// URLs (default $"+nodesEnv+")")
-	fs.DurationVar(&c.ttl, "ttl", ttl, ttlUsage)
+	durationVar(fs, &c.ttl, "ttl", ttl, ttlUsage)
 	fs.Float64Var(&c.driftFactor, "drift-factor", redlock.DefaultDriftFactor, "share of each TTL held back for clock drift between masters, in [0, 1)")
-	fs.DurationVar(&c.driftMargin, "drift-margin", redlock.DefaultDriftMargin, "fixed part of the drift reserve")
-	fs.DurationVar(&c.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "bound on each master's part of an operation; at most ttl/10 per lock")
+	durationVar(fs, &c.driftMargin, "drift-margin", redlock.DefaultDriftMargin, "fixed part of the drift reserve")
+	durationVar(fs, &c.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "bound on each master's part of an operation; at most ttl/10 per lock")
 	fs.IntVar(&c.quorum, "quorum", 0, "masters that must agree; 0 means a majority, N/2+1")
 	c.restartGuard = guardFlag{auto: true}
 	fs.Var(&c.restartGuard, "restart-guard", "how long a restarted master stays out of the quorum, a `duration`; 0 turns the guard off, auto is the longest TTL used plus drift")
-	fs.DurationVar(&c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
+	durationVar(fs, &c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
 	c.tls.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "log what the library does on its own (extensions, retries, quarantines)")
 }
@@ -173,6 +174,9 @@ func (g *guardFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if isNumber(s) {
+			return fmt.Errorf("no unit: use a unit, such as %ss; or 0 for off, or auto", s)
+		}
 		return fmt.Errorf("want a duration such as 30s, 0 for off, or auto")
 	}
 	if d < 0 {
@@ -180,6 +184,42 @@ func (g *guardFlag) Set(s string) error {
 	}
 	*g = guardFlag{d: d}
 	return nil
+}
+
+// durationFlag is a time.Duration flag. The flag package's own says only
+// "parse error" for a number without a unit; this one says to add one.
+type durationFlag struct{ d *time.Duration }
+
+// durationVar defines a durationFlag, as fs.DurationVar would.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if isNumber(s) {
+			return fmt.Errorf("no unit: use a unit, such as %ss or %sms", s, s)
+		}
+		return fmt.Errorf("want a duration such as 10s, 1m30s or 500ms")
+	}
+	*f.d = d
+	return nil
+}
+
+// isNumber reports whether s is a plain number, such as a duration given
+// without its unit.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // command describes a subcommand for its -h text.
@@ -221,6 +261,9 @@ func (cmd command) help(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(durationFlag); ok && name == "value" {
+			name = "duration"
+		}
 		dash := "--"
 		if len(f.Name) == 1 {
 			dash = "-"
