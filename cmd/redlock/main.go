@@ -86,6 +86,6 @@ master over TLS, with a client certificate if --tls-cert-file is given.
 
 Run "redlock COMMAND -h" for a command's flags and examples. First time here?
 
-  go run github.com/quorumlock/quorumlock/cmd/redlock@latest demo
+  redlock demo
 `)
 }
