@@ -137,10 +137,11 @@ func TestTLSFlags_MutualTLS_RunAndStatusOnEveryMaster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, fence, "REDLOCK_FENCE")
 
-	// Released on every master when the command ended.
+	// Released when the command ended. (Release returns at a quorum, so a
+	// straggling delete may still be on its way to one master.)
 	r = status(tlsArgs(pki, pki)...)
 	require.Equal(t, 0, r.code, "%v", r)
-	assert.Contains(t, r.stdout, `key "tls-job": FREE`)
+	assert.Regexp(t, `key "tls-job": (FREE|NOT HELD)`, r.stdout)
 	assert.Equal(t, 3, strings.Count(r.stdout, " yes "), "every master answered\n%v", r)
 }
 
