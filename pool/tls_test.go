@@ -236,7 +236,9 @@ func TestTLS_RefusesWhatItCannotVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPool(t, tt.addr, tt.opts...)
+			// The first verification against the system's roots loads them,
+			// which can take over the default second on a loaded machine.
+			p := newPool(t, tt.addr, append(tt.opts, pool.WithDialTimeout(waitLimit))...)
 			_, err := p.Get(testCtx(t))
 			require.Error(t, err)
 			var verr *tls.CertificateVerificationError

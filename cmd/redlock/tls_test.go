@@ -22,8 +22,8 @@ import (
 	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
-// testPKI is a throwaway CA with a server certificate for 127.0.0.1 and a
-// client certificate that it signed, as PEM files.
+// testPKI is a throwaway CA with a server certificate for 127.0.0.1 and
+// localhost and a client certificate that it signed, as PEM files.
 type testPKI struct {
 	ca, serverCert, serverKey, clientCert, clientKey string
 }
@@ -69,6 +69,7 @@ func newTestPKI(t *testing.T, name string) testPKI {
 	pki := testPKI{ca: write("ca.pem", "CERTIFICATE", caDER)}
 	der, key := leaf(2, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "redis"},
+		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
@@ -138,16 +139,17 @@ func TestTLSFlags_MutualTLS_RunAndStatusOnEveryMaster(t *testing.T) {
 	assert.Positive(t, fence, "REDLOCK_FENCE")
 
 	// Released when the command ended. (Release returns at a quorum, so a
-	// straggling delete may still be on its way to one master.)
-	r = status(tlsArgs(pki, pki)...)
+	// straggling delete may still be on its way to one master.) The server
+	// name given is checked instead of the host in --nodes.
+	r = status(append(tlsArgs(pki, pki), "--tls-server-name", "localhost")...)
 	require.Equal(t, 0, r.code, "%v", r)
 	assert.Regexp(t, `key "tls-job": (FREE|NOT HELD)`, r.stdout)
 	assert.Equal(t, 3, strings.Count(r.stdout, " yes "), "every master answered\n%v", r)
 }
 
-// The masters refuse a client without a certificate their CA signed; the
-// command says what the masters said.
-func TestTLSFlags_BadClientCertificate_Refused(t *testing.T) {
+// The masters refuse a client without a certificate their CA signed, and
+// the client refuses masters it cannot verify; the command says which.
+func TestTLSFlags_BadCertificates_Refused(t *testing.T) {
 	pki := newTestPKI(t, "good")
 	other := newTestPKI(t, "other")
 	nodes := tlsMasters(t, 3, pki)
@@ -158,6 +160,8 @@ func TestTLSFlags_BadClientCertificate_Refused(t *testing.T) {
 	}{
 		{"no client certificate", []string{"--tls-ca-file", pki.ca}, "tls: certificate required"},
 		{"signed by another CA", tlsArgs(pki, other), "tls: unknown certificate authority"},
+		{"server certificate not for --tls-server-name", append(tlsArgs(pki, pki), "--tls-server-name", "db.example.com"), "not db.example.com"},
+		{"server certificate from another CA", tlsArgs(other, pki), "certificate signed by unknown authority"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
