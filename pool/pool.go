@@ -266,8 +266,7 @@ func (c *config) validate() error {
 		errs = append(errs, "a username needs a password")
 	}
 	if c.tlsOption && !c.tlsParams.isZero() {
-		// WithTLS's configuration would silently drop the files, or the
-		// files part of that configuration.
+		// Whichever won would silently drop part of the other.
 		errs = append(errs, "both WithTLS and the URL's tls_* parameters configure TLS: use one")
 	}
 	if len(errs) > 0 {
