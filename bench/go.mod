@@ -1,6 +1,6 @@
 module github.com/quorumlock/quorumlock/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/go-redsync/redsync/v4 v4.18.1

@@ -54,6 +54,36 @@ func ExampleNew_tls() {
 	// Output: cache.internal:6380
 }
 
+// Mutual TLS from a URL: the CA that signs the master's certificate, and a
+// client certificate for a master with tls-auth-clients yes (Redis's
+// default). New reads the files at once, and names one it cannot use.
+func ExampleNew_mutualTLS() {
+	_, err := pool.New("rediss://10.0.0.7:6380?tls_ca_file=/no/such/ca.pem&tls_cert_file=client.pem&tls_key_file=client.key")
+	fmt.Println(err)
+	// Output: pool: address "rediss://10.0.0.7:6380?tls_ca_file=/no/such/ca.pem&tls_cert_file=client.pem&tls_key_file=client.key": CA file "/no/such/ca.pem": no such file or directory
+}
+
+// The same settings in code, for WithTLS: build the configuration once and
+// use it for every master.
+func ExampleTLSParams() {
+	cfg, err := pool.TLSParams{
+		CAFile:     "/no/such/ca.pem",
+		CertFile:   "client.pem",
+		KeyFile:    "client.key",
+		ServerName: "redis-1",
+	}.Config()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := pool.New("10.0.0.7:6380", pool.WithTLS(cfg))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	// Output: pool: CA file "/no/such/ca.pem": no such file or directory
+}
+
 // Bad settings are reported by New, with the values named and the password
 // hidden.
 func ExampleNew_errors() {

@@ -24,6 +24,8 @@ func FuzzNew(f *testing.F) {
 		"redis://h?dial_timeout=-1s", "redis://h?x=1", "redis://h/%zz", "redis://h/-1", "redis://[::1]:7000",
 		"redis://[::1", "redis://h:1#f", "redis:///", "redis://@", "redis://a@b@c", "http://h", "://h",
 		"redis://h/99999999999999999999", "redis://h?db=99999999999999999999", "\x00", "redis://h\x7f",
+		"rediss://h?tls_server_name=x", "redis://h?tls_server_name=x", "rediss://h?tls_ca_file=%00", "rediss://h?tls_cert_file=a",
+		"rediss://u:p@h?tls_ca_file=/nonexistent&tls_cert_file=/a&tls_key_file=/b", "rediss://h?skip_verify=1",
 	} {
 		f.Add(s)
 	}

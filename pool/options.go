@@ -54,9 +54,11 @@ func WithAuth(username, password string) Option {
 // WithDB selects a logical database on every new connection. Default 0.
 func WithDB(db int) Option { return optionFunc(func(c *config) { c.db = db }) }
 
-// WithTLS connects over TLS with the given configuration, which New copies.
-// If its ServerName is empty, the host of the address is used. Default: plain TCP, unless the
+// WithTLS connects over TLS with the given configuration, which New copies;
+// nil means Go's defaults. If its ServerName is empty, the host of the
+// address is used. TLSParams.Config builds one from PEM files. It cannot be
+// combined with a URL's tls_* parameters. Default: plain TCP, unless the
 // address is a rediss:// URL.
 func WithTLS(cfg *tls.Config) Option {
-	return optionFunc(func(c *config) { c.tls, c.useTLS = cfg, true })
+	return optionFunc(func(c *config) { c.tls, c.useTLS, c.tlsOption = cfg, true, true })
 }

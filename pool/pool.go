@@ -73,6 +73,8 @@ type config struct {
 	db                                     int
 	tls                                    *tls.Config
 	useTLS                                 bool
+	tlsOption                              bool      // WithTLS was given
+	tlsParams                              TLSParams // from the URL's tls_* parameters
 }
 
 func defaults() config {
@@ -92,8 +94,26 @@ func defaults() config {
 //	rediss://...   the same over TLS
 //
 // Query parameters: dial_timeout, read_timeout, write_timeout, idle_timeout
-// (Go durations), max_idle, max_active (integers). Options given to New
+// (Go durations), max_idle, max_active, db (integers). Options given to New
 // override what the URL says.
+//
+// A rediss:// URL verifies the server's certificate against the system's
+// roots and the URL's host. These parameters change that (see TLSParams),
+// and a redis:// URL refuses them:
+//
+//	tls_ca_file=FILE       PEM file of the CAs that sign the server's certificate, instead of the system's roots
+//	tls_cert_file=FILE     PEM file of a client certificate, for a server with tls-auth-clients yes (Redis's default)
+//	tls_key_file=FILE      PEM file of its private key; with tls_cert_file, both or neither
+//	tls_server_name=NAME   the name the server's certificate carries, if not the URL's host
+//
+// For example, mutual TLS to a master whose certificate names redis-1:
+//
+//	rediss://locker:pw@10.0.0.7:6380?tls_ca_file=/etc/redis/ca.pem&tls_cert_file=/etc/redis/client.pem&tls_key_file=/etc/redis/client.key&tls_server_name=redis-1
+//
+// New reads the files once, and its errors name a file that is missing or
+// not what it should be. Verification cannot be turned off from a URL: an
+// unverified master can be impersonated, and an impostor grants any lock.
+// Give tls_* parameters or WithTLS, not both.
 func New(addr string, opts ...Option) (*Redis, error) {
 	c, err := resolve(addr, opts)
 	if err != nil {
@@ -163,7 +183,7 @@ func netDialer(c config) func(ctx context.Context, network, addr string) (net.Co
 			conn.Close()
 			return nil, err
 		}
-		return tc, nil
+		return &refusalConn{Conn: tc}, nil
 	}
 }
 
@@ -210,6 +230,13 @@ func resolve(addr string, opts []Option) (config, error) {
 	if err := c.validate(); err != nil {
 		return config{}, err
 	}
+	if !c.tlsParams.isZero() {
+		cfg, err := c.tlsParams.config()
+		if err != nil {
+			return config{}, fmt.Errorf("pool: address %q: %w", redact(addr), err)
+		}
+		c.tls = cfg
+	}
 	return c, nil
 }
 
@@ -237,6 +264,10 @@ func (c *config) validate() error {
 	}
 	if c.username != "" && c.password == "" {
 		errs = append(errs, "a username needs a password")
+	}
+	if c.tlsOption && !c.tlsParams.isZero() {
+		// Whichever won would silently drop part of the other.
+		errs = append(errs, "both WithTLS and the URL's tls_* parameters configure TLS: use one")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("pool %q: %s", c.addr, strings.Join(errs, "; "))

@@ -24,10 +24,11 @@ import (
 	"github.com/quorumlock/quorumlock/pool"
 )
 
-// testPKI is a throwaway CA and a server certificate it signed for
-// 127.0.0.1 and localhost, written as PEM files for redis-server.
+// testPKI is a throwaway CA, a server certificate it signed for 127.0.0.1
+// and localhost, and a client certificate it signed, written as PEM files.
 type testPKI struct {
 	caFile, certFile, keyFile string
+	clientCert, clientKey     string
 	roots                     *x509.CertPool
 }
 
@@ -69,16 +70,35 @@ func newTestPKI(t *testing.T, name string) testPKI {
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	require.NoError(t, err)
 
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: name + " locker"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
+	require.NoError(t, err)
+	clientKeyDER, err := x509.MarshalPKCS8PrivateKey(clientKey)
+	require.NoError(t, err)
+
 	pki := testPKI{
-		caFile:   filepath.Join(dir, "ca.pem"),
-		certFile: filepath.Join(dir, "server.pem"),
-		keyFile:  filepath.Join(dir, "server-key.pem"),
-		roots:    x509.NewCertPool(),
+		caFile:     filepath.Join(dir, "ca.pem"),
+		certFile:   filepath.Join(dir, "server.pem"),
+		keyFile:    filepath.Join(dir, "server-key.pem"),
+		clientCert: filepath.Join(dir, "client.pem"),
+		clientKey:  filepath.Join(dir, "client-key.pem"),
+		roots:      x509.NewCertPool(),
 	}
 	pki.roots.AddCert(ca)
 	writePEM(t, pki.caFile, "CERTIFICATE", caDER)
 	writePEM(t, pki.certFile, "CERTIFICATE", der)
 	writePEM(t, pki.keyFile, "PRIVATE KEY", keyDER)
+	writePEM(t, pki.clientCert, "CERTIFICATE", clientDER)
+	writePEM(t, pki.clientKey, "PRIVATE KEY", clientKeyDER)
 	return pki
 }
 
@@ -108,6 +128,14 @@ func (s tlsServer) TLSAddr() string { return loopback(s.TLSPort) }
 // arguments: the test then fails, saying so, rather than skip.
 func startTLSRedis(t *testing.T, pki testPKI) tlsServer {
 	t.Helper()
+	return startTLSRedisAuth(t, pki, "no")
+}
+
+// startTLSRedisAuth is startTLSRedis with tls-auth-clients set to authClients:
+// "yes" (Redis's default) refuses a client without a certificate that pki's
+// CA signed.
+func startTLSRedisAuth(t *testing.T, pki testPKI, authClients string) tlsServer {
+	t.Helper()
 	bin, err := redistest.Binary()
 	require.NoError(t, err)
 	started := false
@@ -123,7 +151,7 @@ func startTLSRedis(t *testing.T, pki testPKI) tlsServer {
 		"--tls-cert-file", pki.certFile,
 		"--tls-key-file", pki.keyFile,
 		"--tls-ca-cert-file", pki.caFile,
-		"--tls-auth-clients", "no",
+		"--tls-auth-clients", authClients,
 	)[0]
 	started = true
 	return tlsServer{Server: srv, TLSPort: port}
@@ -208,7 +236,9 @@ func TestTLS_RefusesWhatItCannotVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPool(t, tt.addr, tt.opts...)
+			// The first verification against the system's roots loads them,
+			// which can take over the default second on a loaded machine.
+			p := newPool(t, tt.addr, append(tt.opts, pool.WithDialTimeout(waitLimit))...)
 			_, err := p.Get(testCtx(t))
 			require.Error(t, err)
 			var verr *tls.CertificateVerificationError

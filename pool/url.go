@@ -128,14 +128,38 @@ func parseURL(addr string, c *config) error {
 			c.maxActive, err = strconv.Atoi(v)
 		case "db":
 			c.db, err = strconv.Atoi(v)
+		case "tls_ca_file":
+			c.tlsParams.CAFile = v
+		case "tls_cert_file":
+			c.tlsParams.CertFile = v
+		case "tls_key_file":
+			c.tlsParams.KeyFile = v
+		case "tls_server_name":
+			c.tlsParams.ServerName = v
 		default:
+			if isSkipVerify(k) {
+				return fmt.Errorf("pool: address %q: parameter %q: verification of the server cannot be turned off from a URL, "+
+					"since an unverified master can be impersonated and grant any lock; trust its CA with tls_ca_file=FILE", redact(addr), k)
+			}
 			return fmt.Errorf("pool: address %q: unknown parameter %q", redact(addr), k)
+		}
+		if strings.HasPrefix(k, "tls_") && !c.useTLS {
+			// Most likely a missing 's': without it the password and
+			// every lock would cross the network in the clear.
+			return fmt.Errorf("pool: address %q: parameter %s needs a rediss:// URL", redact(addr), k)
 		}
 		if err != nil {
 			return fmt.Errorf("pool: address %q: parameter %s=%q: %v", redact(addr), k, v, err)
 		}
 	}
 	return nil
+}
+
+// isSkipVerify reports whether a parameter's name asks to skip verifying the
+// server's certificate, as some clients' URLs allow.
+func isSkipVerify(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "insecure") || strings.Contains(k, "skip_verify")
 }
 
 // checkHost refuses a host that no dialer takes: it must be a DNS name or an

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"crypto/tls"
 	"testing"
 	"time"
 
@@ -47,6 +48,11 @@ func TestResolve_GoodAddresses(t *testing.T) {
 		{"redis://h:1/2?db=4", func(c *config) { c.addr, c.db = "h:1", 4 }}, // the parameter wins
 		{"redis://h:1?read_timeout=0&max_idle=0", func(c *config) { c.addr, c.readTimeout, c.maxIdle = "h:1", 0, 0 }},
 		{"redis://h:1?max_idle=1&max_idle=9", func(c *config) { c.addr, c.maxIdle = "h:1", 9 }}, // the last wins
+		{"rediss://10.0.0.7:6380?tls_server_name=redis-1", func(c *config) {
+			c.addr, c.useTLS = "10.0.0.7:6380", true
+			c.tlsParams.ServerName = "redis-1"
+			c.tls = &tls.Config{ServerName: "redis-1"}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {

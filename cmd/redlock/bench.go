@@ -56,7 +56,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(benchCmd.name)
 	cfg.register(fs, 10*time.Second, "TTL of each lock")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "goroutines locking at once, each on its own key")
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to run")
+	durationVar(fs, &cfg.duration, "duration", 10*time.Second, "how long to run")
 	fs.StringVar(&cfg.prefix, "key", "bench", "key prefix; goroutine i locks <prefix>:<run id>:<i>, and <prefix>:<run id>:<i>.<n> after its n-th failure")
 	if err := benchCmd.parse(a, fs, args); err != nil {
 		return err
@@ -99,7 +99,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		return fail(exitError, "%v", err)
 	}
 	prefix := cfg.prefix + ":" + runID
-	if err := checkQuorum(ctx, c, prefix+":0"); err != nil {
+	if err := checkQuorum(ctx, c.Client, prefix+":0"); err != nil {
 		return err
 	}
 
@@ -107,7 +107,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	defer stop()
 	fmt.Fprintf(a.stdout, "redlock bench: %s, quorum %d, %d goroutines, ttl %v, %v\n",
 		where, c.Quorum(), cfg.concurrency, cfg.ttl, cfg.duration)
-	r := benchRun(ctx, c, cfg, prefix, newProgress(a.stderr, cfg.duration))
+	r := benchRun(ctx, c.Client, cfg, prefix, newProgress(a.stderr, cfg.duration))
 	r.print(a.stdout)
 	if r.total.Count() == 0 {
 		return fail(exitError, "no acquisition succeeded: %v", r.firstErr)

@@ -52,6 +52,19 @@ func killedBy(ee *exec.ExitError) (int, bool) {
 	return int(ws.Signal()), true
 }
 
+// signalName names s as kill -l and shells do ("SIGTERM"), where
+// s.String() gives a description ("terminated").
+func signalName(s os.Signal) string {
+	names := map[os.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGTERM: "SIGTERM", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return "signal " + s.String()
+}
+
 // signalNumber returns the number of s, as in 128+N.
 func signalNumber(s os.Signal) int {
 	if sig, ok := s.(syscall.Signal); ok {

@@ -30,3 +30,6 @@ func (c *child) kill() error { return c.cmd.Process.Kill() }
 func killedBy(*exec.ExitError) (int, bool) { return 0, false }
 
 func signalNumber(os.Signal) int { return 2 }
+
+// signalName names the one signal caught on Windows.
+func signalName(os.Signal) string { return "Ctrl-C" }

@@ -62,10 +62,10 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	var cfg demoConfig
 	fs := newFlagSet(demoCmd.name)
 	cfg.register(fs, time.Second, "TTL of each lock")
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the demo runs")
+	durationVar(fs, &cfg.duration, "duration", 10*time.Second, "how long the demo runs")
 	fs.IntVar(&cfg.workers, "workers", 3, "workers contending for the key")
 	fs.StringVar(&cfg.key, "key", "demo", "the key they contend for")
-	fs.DurationVar(&cfg.hold, "hold", 150*time.Millisecond, "how long each holder keeps the lock before releasing it; at most ttl/2")
+	durationVar(fs, &cfg.hold, "hold", 150*time.Millisecond, "how long each holder keeps the lock before releasing it; at most ttl/2")
 	fs.IntVar(&cfg.masters, "masters", 5, "in-process masters to start when no --nodes are given")
 	if err := demoCmd.parse(a, fs, args); err != nil {
 		return err
@@ -135,7 +135,7 @@ type demo struct {
 }
 
 func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) error {
-	clients := make([]*redlock.Client, 0, d.cfg.workers)
+	clients := make([]*client, 0, d.cfg.workers)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
@@ -149,7 +149,7 @@ func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) 
 		clients = append(clients, c)
 	}
 	if d.masters == nil {
-		if err := checkQuorum(ctx, clients[0], d.cfg.key); err != nil {
+		if err := checkQuorum(ctx, clients[0].Client, d.cfg.key); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func (d *demo) run(ctx context.Context, addrs []string, extra []redlock.Option) 
 	d.tally.init(len(addrs))
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		wg.Go(func() { d.worker(ctx, i+1, c) })
+		wg.Go(func() { d.worker(ctx, i+1, c.Client) })
 	}
 	if d.masters != nil {
 		wg.Go(func() { d.faults(ctx, clients[0].Quorum()) })

@@ -9,6 +9,9 @@
 // Masters come from --nodes (comma-separated host:port or redis:// and
 // rediss:// URLs) or from REDLOCK_NODES. demo and bench start five in-process
 // masters when neither is given, so they run on a machine with nothing but Go.
+// --tls, --tls-ca-file, --tls-cert-file, --tls-key-file and --tls-server-name
+// reach every master over TLS, with a client certificate for masters that
+// ask for one, as a rediss:// URL's tls_* parameters do for one master.
 //
 // The library's options keep their names and defaults as flags: --ttl,
 // --drift-factor, --drift-margin, --node-timeout, --quorum, --restart-guard

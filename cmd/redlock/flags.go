@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -26,6 +28,7 @@ type clientFlags struct {
 	quorum       int
 	restartGuard guardFlag
 	fenceKeep    time.Duration
+	tls          tlsFlags
 	verbose      bool
 }
 
@@ -33,14 +36,15 @@ type clientFlags struct {
 // since the library takes a TTL per lock rather than as an option.
 func (c *clientFlags) register(fs *flag.FlagSet, ttl time.Duration, ttlUsage string) {
 	fs.StringVar(&c.nodes, "nodes", "", "comma-separated masters, host:port or redis:// and rediss:// URLs (default $"+nodesEnv+")")
-	fs.DurationVar(&c.ttl, "ttl", ttl, ttlUsage)
+	durationVar(fs, &c.ttl, "ttl", ttl, ttlUsage)
 	fs.Float64Var(&c.driftFactor, "drift-factor", redlock.DefaultDriftFactor, "share of each TTL held back for clock drift between masters, in [0, 1)")
-	fs.DurationVar(&c.driftMargin, "drift-margin", redlock.DefaultDriftMargin, "fixed part of the drift reserve")
-	fs.DurationVar(&c.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "bound on each master's part of an operation; at most ttl/10 per lock")
+	durationVar(fs, &c.driftMargin, "drift-margin", redlock.DefaultDriftMargin, "fixed part of the drift reserve")
+	durationVar(fs, &c.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "bound on each master's part of an operation; at most ttl/10 per lock")
 	fs.IntVar(&c.quorum, "quorum", 0, "masters that must agree; 0 means a majority, N/2+1")
 	c.restartGuard = guardFlag{auto: true}
 	fs.Var(&c.restartGuard, "restart-guard", "how long a restarted master stays out of the quorum, a `duration`; 0 turns the guard off, auto is the longest TTL used plus drift")
-	fs.DurationVar(&c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
+	durationVar(fs, &c.fenceKeep, "fence-retention", redlock.DefaultFenceRetention, "how long a key's fencing counter outlives its lock")
+	c.tls.register(fs)
 	fs.BoolVar(&c.verbose, "v", false, "log what the library does on its own (extensions, retries, quarantines)")
 }
 
@@ -91,17 +95,63 @@ func (c *clientFlags) options(log *slog.Logger) []redlock.Option {
 	return opts
 }
 
-// newClient connects to addrs with the flags' options. Bad addresses and
-// out-of-range options are usage errors that name the value.
-func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlock.Option) (*redlock.Client, error) {
+// client is a lock client over pools the command made, with the --tls
+// flags applied to every master; Close closes both.
+type client struct {
+	*redlock.Client
+	pools []pool.Pool
+}
+
+// Close stops the client, if there is one yet, then closes its pools.
+func (c *client) Close() error {
+	var err error
+	if c.Client != nil {
+		err = c.Client.Close()
+	}
+	for _, p := range c.pools {
+		p.Close()
+	}
+	return err
+}
+
+// newClient connects to addrs with the flags' options. Bad addresses,
+// unusable TLS files and out-of-range options are usage errors that name
+// the value.
+func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlock.Option) (*client, error) {
 	if c.ttl <= 0 {
 		return nil, usageErr("--ttl %v is not positive", c.ttl)
 	}
-	cl, err := redlock.NewFromAddrs(addrs, append(c.options(log), extra...)...)
-	if errors.Is(err, redlock.ErrInvalid) {
-		return nil, usageErr("%v", err)
+	tlsCfg, err := c.tls.config()
+	if err != nil {
+		return nil, err
 	}
-	return cl, err
+	cl := &client{}
+	for i, a := range addrs {
+		var opts []pool.Option
+		if tlsCfg != nil {
+			if setsTLS(a) {
+				cl.Close()
+				// Not the address itself: it may hold a password.
+				return nil, usageErr("node %d is a URL with tls_* parameters, and the --tls flags set TLS for every master: use one or the other", i)
+			}
+			opts = append(opts, pool.WithTLS(tlsCfg))
+		}
+		p, err := pool.New(a, opts...)
+		if err != nil {
+			cl.Close()
+			return nil, usageErr("%v: node %d: %v", redlock.ErrInvalid, i, err)
+		}
+		cl.pools = append(cl.pools, p)
+	}
+	cl.Client, err = redlock.New(cl.pools, append(c.options(log), extra...)...)
+	if err != nil {
+		cl.Close()
+		if errors.Is(err, redlock.ErrInvalid) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, err
+	}
+	return cl, nil
 }
 
 // guardFlag is --restart-guard: "auto" (the library's default) or a duration.
@@ -124,6 +174,9 @@ func (g *guardFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if isNumber(s) {
+			return fmt.Errorf("no unit: use a unit, such as %ss; or 0 for off, or auto", s)
+		}
 		return fmt.Errorf("want a duration such as 30s, 0 for off, or auto")
 	}
 	if d < 0 {
@@ -131,6 +184,42 @@ func (g *guardFlag) Set(s string) error {
 	}
 	*g = guardFlag{d: d}
 	return nil
+}
+
+// durationFlag is a time.Duration flag. The flag package's own says only
+// "parse error" for a number without a unit; this one says to add one.
+type durationFlag struct{ d *time.Duration }
+
+// durationVar defines a durationFlag, as fs.DurationVar would.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if isNumber(s) {
+			return fmt.Errorf("no unit: use a unit, such as %ss or %sms", s, s)
+		}
+		return fmt.Errorf("want a duration such as 10s, 1m30s or 500ms")
+	}
+	*f.d = d
+	return nil
+}
+
+// isNumber reports whether s is a plain number, such as a duration given
+// without its unit.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // command describes a subcommand for its -h text.
@@ -172,6 +261,9 @@ func (cmd command) help(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(durationFlag); ok && name == "value" {
+			name = "duration"
+		}
 		dash := "--"
 		if len(f.Name) == 1 {
 			dash = "-"

@@ -81,10 +81,11 @@ Commands:
 	fmt.Fprint(w, `
 Masters come from --nodes host:port,host:port,... (or redis:// and rediss://
 URLs) or from the REDLOCK_NODES environment variable. Without either, demo and
-bench start five in-process masters.
+bench start five in-process masters. --tls and the --tls-* flags reach every
+master over TLS, with a client certificate if --tls-cert-file is given.
 
 Run "redlock COMMAND -h" for a command's flags and examples. First time here?
 
-  go run github.com/quorumlock/quorumlock/cmd/redlock@latest demo
+  redlock demo
 `)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -68,13 +69,19 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(runCmd.name)
 	cfg.register(fs, 10*time.Second, "TTL of the lock; it is extended every ttl/3 while COMMAND runs")
 	fs.StringVar(&cfg.key, "key", "", "the key to lock (default: COMMAND and its arguments, joined by spaces)")
-	fs.DurationVar(&cfg.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
-	fs.DurationVar(&cfg.grace, "grace", 5*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
+	durationVar(fs, &cfg.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
+	durationVar(fs, &cfg.grace, "grace", 5*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
 	if err := runCmd.parse(a, fs, args); err != nil {
 		return err
 	}
 	cfg.argv = fs.Args()
+	keySet := false
+	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "key" })
 	switch {
+	case keySet && cfg.key == "":
+		// Not the command line in its place: two commands given --key ""
+		// would then lock different keys.
+		return usageErr("--key is empty: name the lock, or leave --key out to lock the command line")
 	case len(cfg.argv) == 0:
 		return usageErr("no command given: redlock run [flags] -- COMMAND [ARG...] (see redlock run -h)")
 	case cfg.argv[0] == "":
@@ -102,7 +109,7 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	signal.Notify(sigs, caughtSignals()...)
 	defer signal.Stop(sigs)
 
-	l, err := cfg.acquire(ctx, c, sigs)
+	l, err := cfg.acquire(ctx, c.Client, sigs)
 	if err != nil {
 		return err
 	}
@@ -140,7 +147,7 @@ func (cfg *runConfig) acquire(ctx context.Context, c *redlock.Client, sigs <-cha
 		if r.l != nil {
 			r.l.Release(context.WithoutCancel(ctx))
 		}
-		return nil, fail(exitSignalBase+signalNumber(s), "interrupted by %v while waiting for the lock on %q", s, cfg.key)
+		return nil, fail(exitSignalBase+signalNumber(s), "stopped by %s while waiting for the lock on %q; the command was not run", signalName(s), cfg.key)
 	}
 	switch err := r.err; {
 	case err == nil:

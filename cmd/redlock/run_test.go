@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -200,31 +201,50 @@ func TestRun_SignalsArePassedOn(t *testing.T) {
 	}
 }
 
+// A signal while waiting ends redlock as the signal would, and says which
+// signal it was by name.
 func TestRun_SignalWhileWaiting_Exits128PlusN(t *testing.T) {
 	servers, nodes := masters(t, 3)
 	holdKey(t, redistest.Addrs(servers), "busy")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := bin.command(ctx, nil, append(runArgs(nodes, "busy", "--wait", "50s"), "--", "true")...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	// Wait until it is parked in Lock: its client has subscribed for the
-	// release announcement on the masters.
-	waitFor(t, 30*time.Second, "redlock to wait for the lock", func() bool {
-		conn, err := redis.Dial("tcp", servers[0].Addr())
-		if err != nil {
-			return false
-		}
-		defer conn.Close()
-		n, err := redis.Int(conn.Do("PUBSUB", "NUMPAT"))
-		chans, err2 := redis.Strings(conn.Do("PUBSUB", "CHANNELS"))
-		return err == nil && err2 == nil && n+len(chans) > 0
-	})
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	r := finish(t, cmd.Wait(), &stdout, &stderr)
-	assert.Equal(t, exitSignalBase+int(syscall.SIGINT), r.code, "%v", r)
-	if lines := r.stderrLines(); assert.Len(t, lines, 1, "%v", r) {
-		assert.Contains(t, lines[0], "interrupted")
+	for _, tt := range []struct {
+		sig  syscall.Signal
+		name string
+	}{{syscall.SIGINT, "SIGINT"}, {syscall.SIGTERM, "SIGTERM"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			// subscribed reports whether a client listens for release
+			// announcements on the first master.
+			subscribed := func() (bool, error) {
+				conn, err := redis.Dial("tcp", servers[0].Addr())
+				if err != nil {
+					return false, err
+				}
+				defer conn.Close()
+				n, err := redis.Int(conn.Do("PUBSUB", "NUMPAT"))
+				chans, err2 := redis.Strings(conn.Do("PUBSUB", "CHANNELS"))
+				return n+len(chans) > 0, errors.Join(err, err2)
+			}
+			waitFor(t, 30*time.Second, "an earlier run's subscription to end", func() bool {
+				on, err := subscribed()
+				return err == nil && !on
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := bin.command(ctx, nil, append(runArgs(nodes, "busy", "--wait", "50s"), "--", "true")...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			// Wait until it is parked in Lock: its client has subscribed
+			// for the release announcement on the masters.
+			waitFor(t, 30*time.Second, "redlock to wait for the lock", func() bool {
+				on, err := subscribed()
+				return err == nil && on
+			})
+			require.NoError(t, cmd.Process.Signal(tt.sig))
+			r := finish(t, cmd.Wait(), &stdout, &stderr)
+			assert.Equal(t, exitSignalBase+int(tt.sig), r.code, "%v", r)
+			if lines := r.stderrLines(); assert.Len(t, lines, 1, "%v", r) {
+				assert.Equal(t, `redlock run: stopped by `+tt.name+` while waiting for the lock on "busy"; the command was not run`, lines[0])
+			}
+		})
 	}
 }
