@@ -85,6 +85,8 @@ func ExampleClient_TryLock() {
 	ctx := context.Background()
 	l, err := c.TryLock(ctx, "cron:cleanup", time.Minute)
 	switch {
+	case errors.Is(err, redlock.ErrQuarantined), errors.Is(err, redlock.ErrMisconfigured):
+		log.Fatal(err) // nobody holds it: masters sit out a restart window, or refuse the lock's commands
 	case errors.Is(err, redlock.ErrNotObtained):
 		return // another worker runs it
 	case err != nil:

@@ -14,10 +14,11 @@ import (
 // TTLs, while the library extends it, and writes to the shared set and the
 // fenced store every Step. It reports whether it got the lock.
 //
-// Do gives its function a ctx and nothing else: no lock, so no fence and no
-// validity. The hold's fence comes from FenceOf, read from the masters;
-// its end is when the function saw its ctx cancelled (the library's notice
-// of a loss) or returned.
+// Do's function finds its lock with redlock.FromContext, but the workload
+// does not take the library's word for the fence: the hold's fence comes
+// from FenceOf, read from the masters, and is checked against the lock's
+// own. The hold ends when the function saw its ctx cancelled (the
+// library's notice of a loss) or returned.
 func (w *Workload) do(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	h := w.cfg.History
 	start := h.Now()
