@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/quorumlock/quorumlock/fencing"
@@ -18,10 +19,11 @@ type Database struct {
 	DB      *sql.DB
 }
 
-// SQLite returns a new SQLite database in a file under tb.TempDir.
-func SQLite(tb testing.TB) Database {
+// SQLite returns a new SQLite database in a file under tb.TempDir, opened
+// with OpenSQLite's settings and pragmas.
+func SQLite(tb testing.TB, pragmas ...string) Database {
 	tb.Helper()
-	return Database{Name: "SQLite", Dialect: fencing.SQLite, DB: OpenSQLite(tb, filepath.Join(tb.TempDir(), "fencing.db"))}
+	return Database{Name: "SQLite", Dialect: fencing.SQLite, DB: OpenSQLite(tb, filepath.Join(tb.TempDir(), "fencing.db"), pragmas...)}
 }
 
 // PostgreSQL returns a new, empty database on the server pg.
@@ -38,7 +40,8 @@ func Both(tb testing.TB, pg *Postgres) []Database {
 }
 
 // Version returns the database's name, version and default isolation
-// level, e.g. "PostgreSQL 15.18, read committed".
+// level, e.g. "PostgreSQL 15.18, read committed" or "SQLite 3.54.1,
+// serializable".
 func (d Database) Version(ctx context.Context) (string, error) {
 	var v, iso string
 	if d.Dialect == fencing.SQLite {
@@ -52,6 +55,7 @@ func (d Database) Version(ctx context.Context) (string, error) {
 	if err := d.DB.QueryRowContext(ctx, "SHOW server_version").Scan(&v); err != nil {
 		return "", err
 	}
+	v, _, _ = strings.Cut(v, " ") // "15.18 (Debian 15.18-0+deb12u1)"
 	if err := d.DB.QueryRowContext(ctx, "SHOW default_transaction_isolation").Scan(&iso); err != nil {
 		return "", err
 	}
