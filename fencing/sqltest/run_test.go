@@ -85,7 +85,10 @@ func TestRedlockRun_PsqlScript(t *testing.T) {
 	pg := sqltest.StartPostgres(t)
 	script, err := os.ReadFile(filepath.Join("testdata", "credit.sql"))
 	require.NoError(t, err)
-	const check = "SELECT quorumlock_fences_check('ledger:1', :fence);\n"
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "```sql\n"+string(script)+"```", "the README shows the script this test runs")
+	const check = "SELECT quorumlock_fences_check('ledger:1', :fence); -- first: stops here if a newer holder has written\n"
 	require.Contains(t, string(script), check)
 
 	tests := []struct {
