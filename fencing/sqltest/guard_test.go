@@ -2,7 +2,6 @@ package sqltest_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -215,6 +214,3 @@ func TestCheck_OlderWaitsForNewerThenFails(t *testing.T) {
 		})
 	}
 }
-
-// errIsStale is errors.Is(err, fencing.ErrStale), for the tests' tallies.
-func errIsStale(err error) bool { return errors.Is(err, fencing.ErrStale) }
