@@ -1,11 +1,12 @@
 # The test command of the README and of CI is `make test`.
 GO      ?= go
-# Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
-MODULES := chaos bench
+# Modules with their own go.mod: the chaos suite, the side-by-side benchmarks,
+# and the fencing guard's tests against real databases.
+MODULES := chaos bench fencing/sqltest
 
-.PHONY: test lint unit benchtest chaos bench bench-report
+.PHONY: test lint unit benchtest fencingtest chaos bench bench-report
 
-test: lint unit benchtest chaos
+test: lint unit benchtest fencingtest chaos
 
 # gofmt, go vet and go mod tidiness over every module.
 lint:
@@ -22,6 +23,15 @@ unit:
 # The comparison module's own tests (its harness, floor and proxy), not its benchmarks.
 benchtest:
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) test -count=1 ./...; fi
+
+# The fencing guard against real databases (its own module, for the drivers):
+# SQLite through a pure-Go driver, and PostgreSQL servers the tests start from
+# the postgresql package's initdb and postgres; they fail without them. No
+# -race: from a clean cache the race build of the pure-Go SQLite alone takes
+# minutes, and without it the chaos suite reuses this build of the driver.
+# The tests pass under -race too (cd fencing/sqltest && go test -race ./...).
+fencingtest:
+	@if [ -f fencing/sqltest/go.mod ]; then cd fencing/sqltest && $(GO) test -count=1 ./...; fi
 
 # The chaos suite (its own module): see chaos/README.md. It runs every
 # scenario on the process backend and, when a Docker engine answers, on the

@@ -97,10 +97,20 @@ func progressStart(w io.Writer, backend string, s *Scenario) {
 // progressEnd writes the line that sums a run up.
 func progressEnd(w io.Writer, r *Result) {
 	row := r.Row()
-	fmt.Fprintf(w, "chaos [%s] %s: %d ops, %d locks, C1 %d, C2 %.1f%% lost, C3 %d rejected/%d stale, C4 %s, p99 %s, %s: %s (expected: %s)\n",
-		r.Backend, r.Scenario.Title(), row.Ops, row.Locks, row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, row.C4,
+	fmt.Fprintf(w, "chaos [%s] %s: %d ops, %d locks, C1 %d, C2 %.1f%% lost, C3 %d rejected/%d stale by %s, C4 %s, p99 %s, %s: %s (expected: %s)\n",
+		r.Backend, r.Scenario.Title(), row.Ops, row.Locks, row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, r.storeName(), row.C4,
 		shortDuration(row.P99), shortDuration(row.Wall), row.Verdict, r.Scenario.Expected)
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "    problem: %s\n", p)
 	}
+}
+
+// storeName is the fenced store's database, with "unguarded" when its
+// writes skip the guard.
+func (r *Result) storeName() string {
+	name := strings.SplitN(r.Store, ",", 2)[0] // "PostgreSQL 15.18"
+	if r.Scenario.Unguarded {
+		name += " unguarded"
+	}
+	return name
 }

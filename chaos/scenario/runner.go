@@ -40,11 +40,11 @@ func direct(c cluster.Cluster) []string {
 	return addrs
 }
 
-// Run plays s on a new cluster of backend b and returns the outcome. Every
-// container, process, proxy and client it starts is removed through
-// tb.Cleanup. An error means the run itself could not be made; a scenario
+// Run plays s on a new cluster of backend b, with its fenced store on a new
+// database from stores, and returns the outcome. Every container, process,
+// proxy, client and database it starts is removed through tb.Cleanup. An error means the run itself could not be made; a scenario
 // that went otherwise than expected is a Result with Problems.
-func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64) (*Result, error) {
+func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64, stores *Stores) (*Result, error) {
 	began := time.Now()
 	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence})
 	if err != nil {
@@ -60,7 +60,15 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		}
 		tb.Cleanup(func() { clients[i].Close() })
 	}
-	store := workload.NewFenced(h)
+	db := stores.New(tb)
+	newStore := workload.NewFenced
+	if s.Unguarded {
+		newStore = workload.NewUnguarded
+	}
+	store, err := newStore(ctx, h, db.DB, db.Dialect, key)
+	if err != nil {
+		return nil, fmt.Errorf("fenced store: %w", err)
+	}
 	env := &Env{Scenario: s, Cluster: rc, History: h, Gate: &workload.Gate{}, Store: store}
 	if s.Setup != nil {
 		if err := s.Setup(ctx, env); err != nil {
@@ -112,12 +120,13 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		env.Failf("heal: %v", err)
 	}
 
-	r := &Result{Scenario: s, Backend: c.Backend()}
+	r := &Result{Scenario: s, Backend: c.Backend(), Store: stores.Name()}
 	r.C4, r.ScanErrs, r.ScanAt, r.Live = residueAndLiveness(ctx, env, s)
 	r.Record = h.Snapshot()
 	r.C1 = check.Exclusion(r.Record.Holds)
 	r.C2 = check.Lost(r.Record.Acked, set.Read())
 	r.C3 = check.Fenced(r.Record.Holds, r.Record.Writes)
+	r.Problems = append(r.Problems, storeAgrees(ctx, store, r.Record.Writes)...)
 	r.Attempts, r.Locks = len(r.Record.Attempts), len(r.Record.Holds)
 	r.P50, r.P99 = latencies(r.Record.Attempts)
 	r.Marks = env.marks
@@ -214,4 +223,29 @@ func latencies(as []history.Attempt) (p50, p99 time.Duration) {
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
 	return at(0.50), at(0.99)
+}
+
+// storeAgrees checks that the fenced store's database committed exactly
+// the writes the history lists as accepted, in the same order, and that no
+// write failed for another reason than a stale fence: C3 replays the
+// history, so it must be what the database decided.
+func storeAgrees(ctx context.Context, store *workload.Fenced, writes []history.Write) []string {
+	var out []string
+	for _, err := range store.Errs() {
+		out = append(out, fmt.Sprintf("C3: the fenced store failed a write: %v", err))
+	}
+	committed, err := store.Committed(ctx)
+	if err != nil {
+		return append(out, fmt.Sprintf("C3: reading the fenced store's log: %v", err))
+	}
+	var accepted []history.Write
+	for _, w := range writes {
+		if w.Accepted {
+			accepted = append(accepted, history.Write{Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
+		}
+	}
+	if !slices.Equal(accepted, committed) {
+		out = append(out, fmt.Sprintf("C3: the history lists %d accepted writes, the database committed %d, or in another order", len(accepted), len(committed)))
+	}
+	return out
 }

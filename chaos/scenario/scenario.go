@@ -52,6 +52,9 @@ type Scenario struct {
 	LateWrite bool
 	// Stagger delays the start of client i by i times Stagger.
 	Stagger time.Duration
+	// Unguarded makes the fenced store skip the fencing guard, so that it
+	// accepts every write: C3's negative control.
+	Unguarded bool
 
 	// Setup runs before the workload, e.g. to partition the clients.
 	Setup func(ctx context.Context, e *Env) error
@@ -141,8 +144,10 @@ func (e *Env) Scan(ctx context.Context) (check.Residue, []error) {
 type Result struct {
 	Scenario *Scenario
 	Backend  string
-	Record   history.Record
-	Wall     time.Duration
+	// Store is the database that decided the fenced writes C3 judges.
+	Store  string
+	Record history.Record
+	Wall   time.Duration
 
 	C1 []check.Violation
 	C2 check.LostWrites

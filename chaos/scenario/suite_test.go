@@ -39,6 +39,9 @@ func TestScenarios(t *testing.T) {
 		require.NoError(t, err, SeedEnv)
 	}
 	fmt.Printf("chaos: seed %d (%s=%d replays the clients' pauses), output in %s\n", seed, SeedEnv, seed, out)
+	stores, err := OpenStores(t)
+	require.NoError(t, err)
+	fmt.Printf("chaos: C3's fenced store is %s, written through the fencing guard (%s picks postgres or sqlite)\n", stores.Name(), StoreEnv)
 
 	for _, b := range backends {
 		var rows []report.Row
@@ -53,7 +56,7 @@ func TestScenarios(t *testing.T) {
 					// Registered first, so it runs after every other clean-up.
 					t.Cleanup(func() { goleak.VerifyNone(t, append(cluster.KnownLeaks(), ignore)...) })
 					progressStart(os.Stdout, b.Name(), s)
-					r, err := Run(ctx, t, b, s, seed)
+					r, err := Run(ctx, t, b, s, seed, stores)
 					require.NoError(t, err)
 					rows = append(rows, r.Row())
 					progressEnd(os.Stdout, r)
@@ -71,7 +74,7 @@ func TestScenarios(t *testing.T) {
 				})
 			}
 		})
-		table := report.Table(rows)
+		table := fmt.Sprintf("C3 judged by a real database: %s.\n\n%s", stores.Name(), report.Table(rows))
 		fmt.Printf("\nchaos report, %s backend:\n%s\n", b.Name(), table)
 		path := filepath.Join(out, "report-"+b.Name()+".md")
 		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {

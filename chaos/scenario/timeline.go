@@ -36,8 +36,8 @@ func writeTimeline(dir string, r *Result) error {
 		Lines: []string{
 			r.Scenario.Shows + ".",
 			"Expected: " + r.Scenario.Expected + ".",
-			fmt.Sprintf("Outcome: C1 %d overlaps · C2 %.1f%% lost · C3 %d rejected / %d stale accepted · C4 %s · %d attempts, %d locks, p50 %s, p99 %s",
-				row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, row.C4, row.Ops, row.Locks, shortDuration(row.P50), shortDuration(row.P99)),
+			fmt.Sprintf("Outcome: C1 %d overlaps · C2 %.1f%% lost · C3 %d rejected / %d stale accepted by %s · C4 %s · %d attempts, %d locks, p50 %s, p99 %s",
+				row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, r.storeName(), row.C4, row.Ops, row.Locks, shortDuration(row.P50), shortDuration(row.P99)),
 		},
 		Pass:    r.Pass(),
 		Clients: r.Scenario.Clients,

@@ -1,7 +1,8 @@
 // Package workload is what the chaos suite's clients do: contend for one
 // key and, while they hold it, do a read-modify-write of a shared set (for
-// checker C2) and a fenced write (for checker C3). Every attempt, hold and
-// write goes into the run's history.
+// checker C2) and a fenced write (for checker C3) to a real database,
+// through the library's fencing guard. Every attempt, hold and write goes
+// into the run's history.
 //
 // The clients take the lock in one of three ways (Mode): TryLock with a
 // backoff of their own; Lock, which waits, with several goroutines per

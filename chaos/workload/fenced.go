@@ -1,39 +1,165 @@
 package workload
 
 import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/fencing"
 )
 
-// Fenced is the resource of checker C3: a store that accepts a write only
-// with a fence at least as high as the highest it has accepted, and records
-// every write, accepted or not, in the history in the order it decided.
+// writeLimit bounds one fenced write: its transaction, including the wait
+// for another writer's.
+const writeLimit = 10 * time.Second
+
+// Fenced is the resource of checker C3: a real database, written through
+// the library's fencing guard. A write is a transaction that first calls
+// fencing's Check with the holder's fence, then inserts a row in a log of
+// writes, and commits only if Check passed; the database decides, and
+// refuses a fence older than one it has committed. Every write, accepted
+// or refused, goes into the history, in the order the database decided.
+//
+// An unguarded store (NewUnguarded) makes the same writes without Check:
+// it accepts everything, which is C3's negative control.
 type Fenced struct {
-	h       *history.History
-	mu      sync.Mutex
-	highest int64
+	h        *history.History
+	db       *sql.DB
+	guard    *fencing.Guard // nil: unguarded
+	resource string
+	insert   string // the log's insert: hold, client, fence
+	logged   string // the log, in commit order
+
+	// mu orders each decision and its record in the history: a commit and
+	// its record happen under it, and so does the record of a refusal.
+	// The database's own lock on the resource's fence keeps two guarded
+	// transactions from being past Check at once, so mu only makes the
+	// history's order the database's.
+	mu   sync.Mutex
+	errs []error
 }
 
-// NewFenced returns an empty fenced store that records into h.
-func NewFenced(h *history.History) *Fenced { return &Fenced{h: h} }
+// NewFenced returns a store over db, which speaks d (PostgreSQL or
+// SQLite): it creates the guard's table and the log of writes, and records
+// into h. resource names what the writes protect.
+func NewFenced(ctx context.Context, h *history.History, db *sql.DB, d fencing.Dialect, resource string) (*Fenced, error) {
+	g, err := fencing.New(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.CreateTable(ctx, db); err != nil {
+		return nil, err
+	}
+	return newStore(ctx, h, db, d, resource, g)
+}
+
+// NewUnguarded returns a store like NewFenced's whose writes skip the
+// guard: every write that reaches the database is accepted, however stale.
+func NewUnguarded(ctx context.Context, h *history.History, db *sql.DB, d fencing.Dialect, resource string) (*Fenced, error) {
+	return newStore(ctx, h, db, d, resource, nil)
+}
+
+func newStore(ctx context.Context, h *history.History, db *sql.DB, d fencing.Dialect, resource string, g *fencing.Guard) (*Fenced, error) {
+	if h == nil || db == nil || resource == "" {
+		return nil, errors.New("workload: a fenced store needs a history, a database and a resource")
+	}
+	f := &Fenced{h: h, db: db, guard: g, resource: resource, logged: "SELECT hold, client, fence FROM chaos_writes ORDER BY seq"}
+	var ddl string
+	switch d {
+	case fencing.PostgreSQL:
+		ddl = "CREATE TABLE chaos_writes (seq BIGSERIAL PRIMARY KEY, hold INTEGER NOT NULL, client INTEGER NOT NULL, fence BIGINT NOT NULL)"
+		f.insert = "INSERT INTO chaos_writes (hold, client, fence) VALUES ($1, $2, $3)"
+	case fencing.SQLite:
+		ddl = "CREATE TABLE chaos_writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, hold INTEGER NOT NULL, client INTEGER NOT NULL, fence BIGINT NOT NULL)"
+		f.insert = "INSERT INTO chaos_writes (hold, client, fence) VALUES (?, ?, ?)"
+	default:
+		return nil, fmt.Errorf("workload: the fenced store runs on PostgreSQL or SQLite, not %v", d)
+	}
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		return nil, fmt.Errorf("workload: creating the log of fenced writes: %w", err)
+	}
+	return f, nil
+}
+
+// Guarded reports whether writes go through the guard.
+func (f *Fenced) Guarded() bool { return f.guard != nil }
 
 // Write offers a write from the given hold with its fence and reports
-// whether the store accepted it.
+// whether the database committed it. A write that fails for another reason
+// than a stale fence is not recorded as a write; it is kept for Errs and
+// noted in the history.
 func (f *Fenced) Write(hold, client int, fence int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ok := fence >= f.highest
-	if ok {
-		f.highest = fence
+	ctx, cancel := context.WithTimeout(context.Background(), writeLimit)
+	defer cancel()
+	ok, err := f.write(ctx, hold, client, fence)
+	if err != nil {
+		f.mu.Lock()
+		f.errs = append(f.errs, fmt.Errorf("client %d, fence %d: %w", client, fence, err))
+		f.mu.Unlock()
+		f.h.Notef("client %d: the fenced store failed its write with fence %d: %v", client, fence, err)
 	}
-	f.h.Write(history.Write{Hold: hold, Client: client, Fence: fence, Accepted: ok})
 	return ok
 }
 
-// Highest returns the highest fence the store has accepted.
-func (f *Fenced) Highest() int64 {
+func (f *Fenced) write(ctx context.Context, hold, client int, fence int64) (bool, error) {
+	tx, err := f.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if f.guard != nil {
+		err := f.guard.Check(ctx, tx, f.resource, fence)
+		var stale *fencing.StaleError
+		if errors.As(err, &stale) {
+			f.mu.Lock()
+			f.h.Write(history.Write{Hold: hold, Client: client, Fence: fence, Accepted: false})
+			f.mu.Unlock()
+			f.h.Notef("client %d: the database refused its write: %v", client, err)
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, f.insert, hold, client, fence); err != nil {
+		return false, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.highest
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	f.h.Write(history.Write{Hold: hold, Client: client, Fence: fence, Accepted: true})
+	return true, nil
+}
+
+// Errs returns the writes that failed for another reason than a stale
+// fence.
+func (f *Fenced) Errs() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.errs...)
+}
+
+// Committed reads the database's own log of the writes it committed, in
+// commit order, as Writes with Hold, Client and Fence set.
+func (f *Fenced) Committed(ctx context.Context) ([]history.Write, error) {
+	rows, err := f.db.QueryContext(ctx, f.logged)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []history.Write
+	for rows.Next() {
+		var w history.Write
+		if err := rows.Scan(&w.Hold, &w.Client, &w.Fence); err != nil {
+			return nil, err
+		}
+		w.Accepted = true
+		out = append(out, w)
+	}
+	return out, rows.Err()
 }

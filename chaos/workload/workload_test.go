@@ -2,6 +2,8 @@ package workload
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,28 +12,98 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/fencing/sqltest"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// store returns a guarded or unguarded fenced store on a new SQLite
+// database.
+func store(t *testing.T, h *history.History, guarded bool) *Fenced {
+	t.Helper()
+	d := sqltest.SQLite(t)
+	newStore := NewUnguarded
+	if guarded {
+		newStore = NewFenced
+	}
+	f, err := newStore(context.Background(), h, d.DB, d.Dialect, "r")
+	require.NoError(t, err)
+	return f
+}
+
 func TestFenced_AcceptsOnlyTheHighestFence(t *testing.T) {
-	h := history.New()
-	f := NewFenced(h)
+	fences := []int64{3, 3, 5, 4, 5, 1, 6}
 	tests := []struct {
-		fence int64
-		want  bool
-	}{{3, true}, {3, true}, {5, true}, {4, false}, {5, true}, {1, false}, {6, true}}
-	for i, tt := range tests {
-		assert.Equal(t, tt.want, f.Write(i, 0, tt.fence), "write %d with fence %d", i, tt.fence)
+		guarded bool
+		want    []bool
+	}{
+		{guarded: true, want: []bool{true, true, true, false, true, false, true}},
+		{guarded: false, want: []bool{true, true, true, true, true, true, true}}, // C3's negative control
 	}
-	assert.Equal(t, int64(6), f.Highest())
-	ws := h.Snapshot().Writes
-	require.Len(t, ws, len(tests))
-	for i, w := range ws {
-		assert.Equal(t, i, w.Seq)
-		assert.Equal(t, tests[i].want, w.Accepted)
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("guarded=%v", tt.guarded), func(t *testing.T) {
+			h := history.New()
+			f := store(t, h, tt.guarded)
+			assert.Equal(t, tt.guarded, f.Guarded())
+			var accepted []history.Write
+			for i, fence := range fences {
+				assert.Equal(t, tt.want[i], f.Write(i, 0, fence), "write %d with fence %d", i, fence)
+				if tt.want[i] {
+					accepted = append(accepted, history.Write{Hold: i, Fence: fence, Accepted: true})
+				}
+			}
+			assert.Empty(t, f.Errs())
+			ws := h.Snapshot().Writes
+			require.Len(t, ws, len(fences))
+			for i, w := range ws {
+				assert.Equal(t, i, w.Seq)
+				assert.Equal(t, tt.want[i], w.Accepted)
+			}
+			committed, err := f.Committed(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, accepted, committed, "the database's log holds exactly the accepted writes")
+		})
 	}
+}
+
+// TestFenced_ConcurrentWritesRecordedInTheDatabasesOrder has writers with
+// interleaved fences write at once: the history must list the accepted
+// writes in the order the database committed them, with fences that only
+// grow, so that C3 replays what the database decided.
+func TestFenced_ConcurrentWritesRecordedInTheDatabasesOrder(t *testing.T) {
+	const writers, each = 8, 20
+	h := history.New()
+	f := store(t, h, true)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				f.Write(w*each+k, w, int64(k*writers+w+1))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Empty(t, f.Errs())
+	var accepted []history.Write
+	rejected := 0
+	for _, w := range h.Snapshot().Writes {
+		if !w.Accepted {
+			rejected++
+			continue
+		}
+		accepted = append(accepted, history.Write{Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
+	}
+	committed, err := f.Committed(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, committed, accepted)
+	for i := 1; i < len(accepted); i++ {
+		assert.GreaterOrEqual(t, accepted[i].Fence, accepted[i-1].Fence)
+	}
+	assert.Equal(t, writers*each, len(accepted)+rejected)
+	assert.Positive(t, rejected, "the writers did not interleave")
 }
 
 func TestSet_ReadModifyWriteWithoutLockLosesAnElement(t *testing.T) {
@@ -114,7 +186,7 @@ func TestValve_HoldOffWaitsForOperationsInFlight(t *testing.T) {
 
 func TestConfig_ValidateTheModes(t *testing.T) {
 	base := func() Config {
-		return Config{Key: "k", TTL: time.Second, Clients: make([]*redlock.Client, 1), History: history.New(), Set: &Set{}, Store: NewFenced(history.New()),
+		return Config{Key: "k", TTL: time.Second, Clients: make([]*redlock.Client, 1), History: history.New(), Set: &Set{}, Store: &Fenced{},
 			Gate: &Gate{}, MaxOps: 1, Backoff: time.Millisecond, CatchBound: time.Second}
 	}
 	fence := func(context.Context, string) (int64, []int, bool) { return 0, nil, false }

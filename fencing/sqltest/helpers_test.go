@@ -1,0 +1,5 @@
+package sqltest_test
+
+import "strconv"
+
+func itoa(i int) string { return strconv.Itoa(i) }
