@@ -3,7 +3,7 @@ GO      ?= go
 # Modules with their own go.mod: the chaos suite and the side-by-side benchmarks.
 MODULES := chaos bench
 
-.PHONY: test lint unit benchtest chaos bench bench-report
+.PHONY: test lint unit redis60 benchtest chaos bench bench-report
 
 test: lint unit benchtest chaos
 
@@ -13,9 +13,14 @@ lint:
 	$(GO) vet ./...
 	@for m in $(MODULES); do if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./...) || exit 1; fi; done
 
-# The library, the command and their integration tests against real redis-server processes.
-unit:
+# The library, the command and their integration tests against real redis-server processes,
+# some of them on Redis 6.0, the oldest release the library supports.
+unit: redis60
 	$(GO) test -race -count=1 ./...
+
+# Redis 6.0 for those tests, fetched once into the user's cache directory (see the script).
+redis60:
+	@.ci/fetch-redis-6.0
 
 # The comparison module's own tests (its harness, floor and proxy), not its benchmarks.
 benchtest:

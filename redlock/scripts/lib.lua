@@ -19,10 +19,15 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- The node's fence floor is the one member of a sorted set, raised with
--- ZADD GT: at least every fence the node ever counted, in one call.
+-- The node's fence floor is the one member of a sorted set: at least every
+-- fence the node ever counted. It is raised by comparing in Lua rather than
+-- with ZADD GT, which Redis 6.0 lacks.
 local function raiseFloor(floor, c)
-  redis.call('ZADD', floor, 'GT', int(c), 'floor')
+  c = tonumber(c)
+  local f = redis.call('ZSCORE', floor, 'floor')
+  if not f or tonumber(f) < c then
+    redis.call('ZADD', floor, int(c), 'floor')
+  end
 end
 
 -- clockSeed is where a node with no floor starts: its clock, in milliseconds
