@@ -60,11 +60,7 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	nodes := make([]node, len(pools))
 	for i, p := range pools {
-		n := &redisNode{pool: p, scripts: &c.scripts}
-		if c.o.restartGuard != 0 {
-			n.guard = &guard{clock: c.o.clock, log: c.o.logger, window: c.guardWindow}
-		}
-		nodes[i] = n
+		nodes[i] = &redisNode{pool: p, scripts: &c.scripts, guard: newGuard(&c.o, c.guardWindow)}
 	}
 	c.attach(nodes)
 	return c, nil

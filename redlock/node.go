@@ -223,7 +223,8 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 	if err != nil {
 		return nil, false, err
 	}
-	if check, dials := n.guard.due(n.pool); check {
+	check, dials := n.guard.due(n.pool)
+	if check {
 		reply, err = n.evalChecked(conn, timeout, dials, argv)
 	} else {
 		reply, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", argv...)
@@ -234,6 +235,9 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 		src := append([]any{s.src}, argv[1:]...)
 		reply, err = redis.DoWithTimeout(conn, timeout, "EVAL", src...)
 	}
+	if isReadOnly(err) {
+		n.guard.askAgain()
+	}
 	if err != nil && stale(err) && ctx.Err() == nil {
 		n.guard.connectionLost()
 		return nil, true, err
@@ -241,24 +245,30 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 	return reply, false, err
 }
 
-// evalChecked sends the restart guard's questions ahead of the script on the
-// same connection: one round trip, and the answer is in before the vote counts.
+// evalChecked sends the guard's questions ahead of the script on the same
+// connection: one round trip, and the answers are in before the vote counts.
+// It asks for the master's identity and uptime (INFO server), its role and
+// replication history (INFO replication), its eviction policy (INFO memory),
+// and its persistence (CONFIG GET append*). Any of them may be denied to the
+// client's user; the guard reads a denial as unknown.
 func (n *redisNode) evalChecked(conn redis.Conn, timeout time.Duration, dials uint64, args []any) (any, error) {
 	conn.Send("INFO", "server")
+	conn.Send("INFO", "replication")
+	conn.Send("INFO", "memory")
 	conn.Send("CONFIG", "GET", "append*")
 	conn.Send("EVALSHA", args...)
 	all, err := redis.Values(redis.DoWithTimeout(conn, timeout, ""))
 	if err != nil {
 		return nil, err
 	}
-	if len(all) != 3 {
-		return nil, fmt.Errorf("pipeline: %d replies, want 3", len(all))
+	if len(all) != 5 {
+		return nil, fmt.Errorf("pipeline: %d replies, want 5", len(all))
 	}
-	n.guard.observe(n.addr(), all[0], all[1], dials)
-	if e, ok := all[2].(redis.Error); ok {
+	n.guard.observe(n.addr(), reading{server: all[0], replication: all[1], memory: all[2], config: all[3]}, dials)
+	if e, ok := all[4].(redis.Error); ok {
 		return nil, e
 	}
-	return all[2], nil
+	return all[4], nil
 }
 
 func remaining(ctx context.Context) (time.Duration, error) {
@@ -271,6 +281,13 @@ func remaining(ctx context.Context) (time.Duration, error) {
 		return 0, context.DeadlineExceeded
 	}
 	return d, nil
+}
+
+// isReadOnly reports a write refused by a replica: the master may have been
+// demoted, or was a replica all along.
+func isReadOnly(err error) bool {
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "READONLY")
 }
 
 func isNoScript(err error) bool {

@@ -39,11 +39,11 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// clientAt returns a client over the given addresses, guard window 0 unless
-// opts say otherwise.
+// clientAt returns a client over the given addresses, with the default
+// guard window unless opts say otherwise.
 func clientAt(t *testing.T, addrs []string, opts ...Option) *Client {
 	t.Helper()
-	c, err := NewFromAddrs(addrs, append([]Option{WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(100 * time.Millisecond)}, opts...)...)
+	c, err := NewFromAddrs(addrs, append([]Option{WithLogger(quiet()), WithNodeTimeout(100 * time.Millisecond)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -70,7 +70,7 @@ func TestIntegration_Redis60_CoreOperations(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, l.Token(), st.Holder)
 	for _, n := range st.Nodes {
-		assert.False(t, n.Quarantined, "node %d", n.Node)
+		assert.False(t, n.Quarantined, "node %d: %s", n.Node, n.Distrust)
 	}
 
 	// A waiter is woken by the release, and gets a larger fence.
@@ -121,7 +121,7 @@ func TestIntegration_Redis60_CoreOperations(t *testing.T) {
 
 	// Counters apart: x counts on masters 0 and 1 only, then y's quorum has
 	// master 2 lagging, whose counter the fence script raises.
-	x := clientAt(t, []string{srv[0].Addr(), srv[1].Addr(), deadAddr(t)})
+	x := clientAt(t, []string{srv[0].Addr(), srv[1].Addr(), deadAddr(t)}, WithRestartGuard(0))
 	var last int64
 	for range 3 {
 		lx, err := x.TryLock(ctx, "f", time.Second)
@@ -129,7 +129,7 @@ func TestIntegration_Redis60_CoreOperations(t *testing.T) {
 		last = lx.Fence()
 		require.NoError(t, lx.Release(ctx))
 	}
-	y := clientAt(t, []string{deadAddr(t), srv[1].Addr(), srv[2].Addr()})
+	y := clientAt(t, []string{deadAddr(t), srv[1].Addr(), srv[2].Addr()}, WithRestartGuard(0))
 	ly, err := y.TryLock(ctx, "f", time.Second)
 	require.NoError(t, err)
 	assert.Greater(t, ly.Fence(), last)

@@ -1,0 +1,139 @@
+package redlock
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// waitUptime waits until every server has been up for at least d, as INFO
+// reads it (a second less than it says, as the guard does).
+func waitUptime(t *testing.T, d time.Duration, srv ...*redistest.Server) {
+	t.Helper()
+	for _, s := range srv {
+		for i := 0; ; i++ {
+			require.Less(t, i, 400, "%s never reached an uptime of %v", s.Addr(), d)
+			if time.Duration(uptime(t, s)-1)*time.Second >= d {
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}
+}
+
+// The failover of a managed primary endpoint: node 2's address is a
+// forwarder that moves from master M3 to its replica R3, which was detached
+// (promoted) before client A took the lock and so lacks A's key. Client B
+// had talked to every master before. With the guard, R3 does not vote while
+// A's lock can still be valid: B is refused. With the guard off, B gets the
+// lock from node 0 and R3 while A holds it: the two holders the guard
+// prevents.
+func TestIntegration_Failover_ToALaggingReplica(t *testing.T) {
+	const ttl = 2 * time.Second
+	for _, tc := range []struct {
+		name  string
+		guard bool
+	}{
+		{"guard on", true},
+		{"guard off: the control", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := masters(t, 3)
+			r3 := redistest.StartReplica(t, srv[2])
+			fwd := redistest.NewForwarder(t, srv[2].Addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			window := ttl + DefaultDriftMargin + ttl/100
+			l := &logs{}
+			bOpts := []Option{WithLogger(slog.New(l))}
+			if !tc.guard {
+				bOpts = append(bOpts, WithRestartGuard(0))
+			}
+			b := clientAt(t, []string{srv[0].Addr(), srv[1].Addr(), fwd.Addr()}, bOpts...)
+			// B knows the masters, and they have been up for longer than
+			// its window: it trusts every one of them.
+			waitUptime(t, window, srv...)
+			warm, err := b.TryLock(ctx, "warm", ttl)
+			require.NoError(t, err)
+			require.NoError(t, warm.Release(ctx))
+			st, err := b.Inspect(ctx, "k")
+			require.NoError(t, err)
+			require.False(t, st.Nodes[2].Quarantined, st.Nodes[2].Distrust)
+
+			// R3 is detached before A's grant: it will lack A's key. A does
+			// not reach node 0, so it holds the lock on M2 and M3 only.
+			require.NoError(t, r3.Promote())
+			a := clientAt(t, []string{deadAddr(t), srv[1].Addr(), fwd.Addr()}, WithRestartGuard(0))
+			la, err := a.TryLock(ctx, "k", ttl)
+			require.NoError(t, err)
+			require.Equal(t, la.Token(), getString(t, srv[2], "k"))
+			require.Equal(t, "", getString(t, r3, "k"), "R3 lags")
+
+			// The endpoint moves to R3.
+			fwd.Repoint(r3.Addr())
+			var lb *Lock
+			for i := 0; la.Validity() > 200*time.Millisecond; i++ {
+				require.Less(t, i, 1000)
+				if lb, err = b.TryLock(ctx, "k", ttl); err == nil {
+					break
+				}
+				require.ErrorIs(t, err, ErrNotObtained)
+				time.Sleep(20 * time.Millisecond)
+			}
+			if !tc.guard {
+				require.NotNil(t, lb, "the control: with the guard off, B gets the lock from node 0 and R3")
+				assert.Positive(t, la.Validity(), "while A still holds it")
+				t.Logf("guard off: B got the lock with %v of A's validity left", la.Validity())
+				return
+			}
+			require.Nil(t, lb, "B got the lock while A held it")
+			st, err = b.Inspect(ctx, "k")
+			require.NoError(t, err)
+			assert.True(t, st.Nodes[2].Quarantined)
+			assert.Contains(t, st.Nodes[2].Distrust, "promoted")
+			w := l.warnings(fwd.Addr())
+			require.Len(t, w, 1, "one warning for the failover: %v", w)
+			assert.Contains(t, w[0], "promoted")
+
+			// Once A's lock has run out and R3's quarantine is over, B gets
+			// the lock, with a larger fence.
+			lctx, lcancel := context.WithTimeout(ctx, window+3*time.Second)
+			defer lcancel()
+			lb, err = b.Lock(lctx, "k", ttl)
+			require.NoError(t, err)
+			assert.Greater(t, lb.Fence(), la.Fence())
+			assert.Len(t, l.warnings(fwd.Addr()), 1, "warned once")
+		})
+	}
+}
+
+// A replica given as a master never votes, even a writable one
+// (replica-read-only no), which would grant locks nobody else sees.
+func TestIntegration_Replica_NeverVotes(t *testing.T) {
+	srv := masters(t, 2)
+	r := redistest.StartReplica(t, srv[0], "--replica-read-only", "no")
+	ctx := context.Background()
+	l := &logs{}
+	c := clientAt(t, []string{srv[1].Addr(), r.Addr(), deadAddr(t)}, WithRestartGuard(0), WithLogger(slog.New(l)))
+	_, err := c.TryLock(ctx, "k", time.Second)
+	require.ErrorIs(t, err, ErrNotObtained, "granted with a replica's vote")
+	st, err := c.Inspect(ctx, "k")
+	require.NoError(t, err)
+	assert.True(t, st.Nodes[1].Quarantined)
+	assert.Contains(t, st.Nodes[1].Distrust, "replica")
+	for range 3 {
+		_, err = c.TryLock(ctx, "k", time.Second)
+		require.ErrorIs(t, err, ErrNotObtained)
+	}
+	w := l.warnings(r.Addr())
+	require.Len(t, w, 1, "warned once")
+	assert.True(t, strings.Contains(w[0], "replica"), w[0])
+}
