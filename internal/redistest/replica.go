@@ -13,6 +13,11 @@ import (
 // removal is registered with tb.Cleanup.
 func StartReplica(tb testing.TB, master *Server, extra ...string) *Server {
 	tb.Helper()
+	// A master waits 5 s by default before a diskless full sync, for more
+	// replicas to join it.
+	if _, err := master.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		tb.Fatal(err)
+	}
 	args := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port)}, extra...)
 	r := StartWith(tb, master.bin, 1, Ephemeral, args...)[0]
 	if err := r.WaitSynced(10 * time.Second); err != nil {
