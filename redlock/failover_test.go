@@ -115,6 +115,102 @@ func TestIntegration_Failover_ToALaggingReplica(t *testing.T) {
 	}
 }
 
+// Fences stay strictly increasing across a failover to a lagging replica.
+// Three masters; node 2 fails over to its replica R3. A's locks go to nodes
+// 1 and 2, raising their counters; R3 was detached after the first of them,
+// so it holds node 2's counter from then. B's quorum is then nodes 0 and 2:
+// node 0 counted the key only once, long before, and R3's counter is old.
+// Counting on, B would get a fence below A's last. The promoted replica
+// must restart its fences above everything counted before.
+func TestIntegration_Failover_FencesKeepGrowing(t *testing.T) {
+	for _, version := range []string{"7", "6.0"} {
+		t.Run("Redis "+version, func(t *testing.T) {
+			var srv []*redistest.Server
+			if version == "6.0" {
+				srv = masters60(t, 3)
+			} else {
+				srv = masters(t, 3)
+			}
+			r3 := redistest.StartReplica(t, srv[2])
+			fwd := redistest.NewForwarder(t, srv[2].Addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			// Node 0 counts the key first, alone: its counter starts lowest.
+			zero := clientAt(t, []string{srv[0].Addr(), deadAddr(t), deadAddr(t)}, WithRestartGuard(0))
+			_, err := zero.TryLock(ctx, "k", time.Second)
+			require.ErrorIs(t, err, ErrNotObtained)
+			time.Sleep(5 * time.Millisecond) // the others' clock seeds start a few ms later
+
+			a := clientAt(t, []string{deadAddr(t), srv[1].Addr(), fwd.Addr()}, WithRestartGuard(0))
+			var fence int64
+			for i := range 20 {
+				l, err := a.TryLock(ctx, "k", time.Second)
+				require.NoError(t, err)
+				fence = l.Fence()
+				require.NoError(t, l.Release(ctx))
+				if i == 0 {
+					require.NoError(t, redistest.WaitReplicated(srv[2], r3, 5*time.Second))
+					require.NoError(t, r3.Promote())
+				}
+			}
+
+			fwd.Repoint(r3.Addr())
+			const window = 300 * time.Millisecond
+			waitUptime(t, window, srv[0])
+			b := clientAt(t, []string{srv[0].Addr(), deadAddr(t), fwd.Addr()}, WithRestartGuard(window))
+			lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+			defer lcancel()
+			l, err := b.Lock(lctx, "k", time.Second)
+			require.NoError(t, err)
+			assert.Greater(t, l.Fence(), fence, "B's fence, from node 0 and the promoted replica, is not above A's last")
+			require.NoError(t, l.Release(ctx))
+		})
+	}
+}
+
+// A client that never saw the old master can still tell a promoted replica
+// (INFO replication keeps master_replid2): it does not count it until a
+// window has passed since the promotion is known, from the stamp any
+// client's acquire left there, or else from first sight. A client made
+// after that window trusts it at once.
+func TestIntegration_Failover_NewClientsKnowThePromotion(t *testing.T) {
+	const window = time.Second
+	srv := masters(t, 2)
+	r := redistest.StartReplica(t, srv[1])
+	require.NoError(t, r.Promote())
+	waitUptime(t, window, srv[0], r)
+	addrs := []string{srv[0].Addr(), r.Addr()}
+	ctx := context.Background()
+
+	l := &logs{}
+	first := clientAt(t, addrs, WithRestartGuard(window), WithLogger(slog.New(l)))
+	_, err := first.TryLock(ctx, "k", 100*time.Millisecond)
+	require.ErrorIs(t, err, ErrNotObtained, "the promoted master does not vote yet")
+	promotedSeen := time.Now()
+	st, err := first.Inspect(ctx, "k")
+	require.NoError(t, err)
+	assert.Contains(t, st.Nodes[1].Distrust, "promoted")
+	require.Len(t, l.warnings(r.Addr()), 1)
+	assert.Contains(t, l.warnings(r.Addr())[0], "promoted")
+
+	// A newcomer while the window runs: it reads the stamp, and waits only
+	// for the rest of the window.
+	second := clientAt(t, addrs, WithRestartGuard(window))
+	_, err = second.TryLock(ctx, "k", 100*time.Millisecond)
+	require.ErrorIs(t, err, ErrNotObtained)
+
+	// Sleep past the window and past whole-second rounding of uptimes.
+	time.Sleep(time.Until(promotedSeen.Add(window + 2100*time.Millisecond)))
+	third := clientAt(t, addrs, WithRestartGuard(window))
+	lt, err := third.TryLock(ctx, "k", 100*time.Millisecond)
+	require.NoError(t, err, "a client that first sees the master after the window trusts it at once")
+	require.NoError(t, lt.Release(ctx))
+	ls, err := second.TryLock(ctx, "k", 100*time.Millisecond)
+	require.NoError(t, err)
+	require.NoError(t, ls.Release(ctx))
+}
+
 // A replica given as a master never votes, even a writable one
 // (replica-read-only no), which would grant locks nobody else sees.
 func TestIntegration_Replica_NeverVotes(t *testing.T) {

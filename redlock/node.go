@@ -130,7 +130,7 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
-		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
+		return []any{r.key, fenceKey(r.key), fenceFloorKey, voidKey(r.token), fenceStampKey, r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
 	}))
 	if err != nil {
 		return grant{}, err
@@ -224,6 +224,9 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 		return nil, false, err
 	}
 	check, dials := n.guard.due(n.pool)
+	if s.identity {
+		argv = n.guard.withIdentity(argv, check)
+	}
 	if check {
 		reply, err = n.evalChecked(conn, timeout, dials, argv)
 	} else {
@@ -249,26 +252,28 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 // connection: one round trip, and the answers are in before the vote counts.
 // It asks for the master's identity and uptime (INFO server), its role and
 // replication history (INFO replication), its eviction policy (INFO memory),
-// and its persistence (CONFIG GET append*). Any of them may be denied to the
-// client's user; the guard reads a denial as unknown.
+// its persistence (CONFIG GET append*), and the stamp the acquire script
+// leaves on its fence data. Any of them may be denied to the client's user;
+// the guard reads a denial as unknown.
 func (n *redisNode) evalChecked(conn redis.Conn, timeout time.Duration, dials uint64, args []any) (any, error) {
 	conn.Send("INFO", "server")
 	conn.Send("INFO", "replication")
 	conn.Send("INFO", "memory")
 	conn.Send("CONFIG", "GET", "append*")
+	conn.Send("GET", fenceStampKey)
 	conn.Send("EVALSHA", args...)
 	all, err := redis.Values(redis.DoWithTimeout(conn, timeout, ""))
 	if err != nil {
 		return nil, err
 	}
-	if len(all) != 5 {
-		return nil, fmt.Errorf("pipeline: %d replies, want 5", len(all))
+	if len(all) != 6 {
+		return nil, fmt.Errorf("pipeline: %d replies, want 6", len(all))
 	}
-	n.guard.observe(n.addr(), reading{server: all[0], replication: all[1], memory: all[2], config: all[3]}, dials)
-	if e, ok := all[4].(redis.Error); ok {
+	n.guard.observe(n.addr(), reading{server: all[0], replication: all[1], memory: all[2], config: all[3], stamp: all[4]}, dials)
+	if e, ok := all[5].(redis.Error); ok {
 		return nil, e
 	}
-	return all[4], nil
+	return all[5], nil
 }
 
 func remaining(ctx context.Context) (time.Duration, error) {

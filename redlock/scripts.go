@@ -14,6 +14,10 @@ var scriptFS embed.FS
 const (
 	reservedPrefix = "quorumlock:"
 	fenceFloorKey  = reservedPrefix + "fence-floor"
+	// fenceStampKey names the server process and replication history that
+	// counted the master's fences (see lib.lua's fenceEpoch). It is written
+	// without replication, so it never reaches a replica or the AOF.
+	fenceStampKey = fenceFloorKey + ":stamp"
 )
 
 func fenceKey(key string) string       { return reservedPrefix + "fence:" + key }
@@ -29,6 +33,9 @@ type script struct {
 	keys int
 	src  string
 	sha  string
+	// identity: the script takes the master's identity, as the guard knows
+	// it, as its last argument (see redisNode.evalOnce).
+	identity bool
 }
 
 // argv returns the EVALSHA arguments: hash, key count, keys and arguments.
@@ -47,8 +54,10 @@ func loadScripts() scriptSet {
 		sum := sha1.Sum([]byte(src))
 		return &script{name: name, keys: keys, src: src, sha: hex.EncodeToString(sum[:])}
 	}
+	acquire := mk("acquire", 5)
+	acquire.identity = true
 	return scriptSet{
-		acquire: mk("acquire", 4),
+		acquire: acquire,
 		extend:  mk("extend", 1),
 		release: mk("release", 2),
 		fence:   mk("fence", 3),
