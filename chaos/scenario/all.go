@@ -4,5 +4,6 @@ package scenario
 func All() []*Scenario {
 	out := []*Scenario{noFaults(), minorityKilled(), majorityKilled()}
 	out = append(out, restarts()...)
-	return append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension())
+	out = append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension())
+	return append(out, failovers()...)
 }
