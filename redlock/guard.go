@@ -34,10 +34,8 @@ type health struct {
 	// veto says why the master may not vote at all, whatever the time: a
 	// replica, a master that may evict lock keys, one whose state cannot
 	// be read. "" when it may vote.
-	veto string
-	// trustedBlind: INFO cannot be read, and WithTrustUnreadable trusts it.
-	trustedBlind bool
-	seenAt       time.Time // when this was read
+	veto   string
+	seenAt time.Time // when this was read
 }
 
 // trusted reports whether the master's vote counts at now.
@@ -57,7 +55,7 @@ func (h health) distrust(now time.Time, window time.Duration) string {
 	case window <= 0 || !h.known:
 		return ""
 	case !h.promotedAt.IsZero() && now.Sub(h.promotedAt) < window:
-		return fmt.Sprintf("promoted from a replica %v ago; out of the quorum until %v after that", now.Sub(h.promotedAt).Round(time.Millisecond), window)
+		return fmt.Sprintf("promoted from a replica, known for %v; out of the quorum until known for %v", now.Sub(h.promotedAt).Round(time.Millisecond), window)
 	case !h.durable && now.Sub(h.bootAt) < window:
 		return fmt.Sprintf("restarted %v ago; out of the quorum until %v after that", now.Sub(h.bootAt).Round(time.Millisecond), window)
 	}
@@ -223,52 +221,46 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 			}
 		}
 	}
-	h.veto, h.trustedBlind = g.judge(f)
+	kind, veto := g.judge(f)
+	h.veto = veto
 	g.state.Store(&h)
 	g.seen.Store(dials)
 	g.recheck.Store(false)
-	g.report(addr, prev, &h, f)
+	g.report(addr, prev, &h, f, kind)
 	if h.known {
 		g.lastKnown = &h
 	}
 	g.dropped = false
 }
 
-// judge returns why the master may not vote at all, whatever the time, and
-// whether it is trusted though its state cannot be read.
-func (g *guard) judge(f fields) (veto string, blind bool) {
-	_, veto, blind = g.judgement(f)
-	return veto, blind
-}
-
-// judgement is judge with the kind of state found, as the logs name it in
-// their "state" attribute: unreadable, replica, too-old, may-evict, and for
-// a master that votes, unreadable-trusted, may-evict-trusted or voting.
-func (g *guard) judgement(f fields) (kind, veto string, blind bool) {
+// judge returns the kind of state a health read shows, as the logs name it
+// in their "state" attribute, and why the master may not vote at all,
+// whatever the time, or "" if it may. The kinds that veto are unreadable,
+// replica, too-old and may-evict; those that vote are unreadable-trusted,
+// may-evict-trusted and voting.
+func (g *guard) judge(f fields) (kind, veto string) {
 	switch {
+	case f.unreadable != "" && g.trustUnreadable:
+		return "unreadable-trusted", ""
 	case f.unreadable != "":
-		if g.trustUnreadable {
-			return "unreadable-trusted", "", true
-		}
-		return "unreadable", "its state cannot be read (" + f.unreadable + "); allow INFO for this user, or pass WithTrustUnreadable", false
+		return "unreadable", "its state cannot be read (" + f.unreadable + "); allow INFO for this user, or pass WithTrustUnreadable"
 	case f.role != "master":
-		return "replica", "it is a replica (role:" + f.role + "), not a master; give the client the master's address", false
+		return "replica", "it is a replica (role:" + f.role + "), not a master; give the client the master's address"
 	case f.tooOld():
-		return "too-old", fmt.Sprintf("redis_version %s is older than %s, the oldest this library runs on", f.version, minVersion), false
+		return "too-old", fmt.Sprintf("redis_version %s is older than %s, the oldest this library runs on", f.version, minVersion)
 	case f.mayEvict() && !g.trustEviction:
-		return "may-evict", fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; set maxmemory-policy noeviction, or pass WithTrustEviction", f.policy, f.maxmemory), false
+		return "may-evict", fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; set maxmemory-policy noeviction, or pass WithTrustEviction", f.policy, f.maxmemory)
 	case f.mayEvict():
-		return "may-evict-trusted", "", false
+		return "may-evict-trusted", ""
 	}
-	return "voting", "", false
+	return "voting", ""
 }
 
 // report logs what changed: once per change of state, and for a master whose
 // INFO cannot be read, again after each lost connection, since its restarts
 // cannot be seen. Every message carries the master's address ("addr") and
 // what it is about ("state").
-func (g *guard) report(addr string, prev, h *health, f fields) {
-	kind, _, _ := g.judgement(f)
+func (g *guard) report(addr string, prev, h *health, f fields, kind string) {
 	if kind != g.notes.kind || (g.dropped && f.unreadable != "") {
 		switch kind {
 		case "unreadable-trusted":
@@ -298,14 +290,21 @@ func (g *guard) report(addr string, prev, h *health, f fields) {
 	}
 	w := g.window()
 	now := h.seenAt
+	votes := "its votes do not count for the guard window"
+	if w <= 0 {
+		votes = "the restart guard is off (WithRestartGuard(0)), so it votes at once"
+	}
 	switch {
 	case !h.promotedAt.IsZero() && (prev == nil || prev.promotedAt.IsZero() || prev.identity() != h.identity()):
-		g.log.Warn("redlock: master was promoted from a replica; it may lack the last writes of the master it replaced, so its votes do not count for the guard window, and its fences restart from its clock",
-			"addr", addr, "state", "promoted", "run_id", h.runID, "promoted_at_least", now.Sub(h.promotedAt).Round(time.Second), "window", w)
+		g.log.Warn("redlock: master was promoted from a replica and may lack the last writes of the master it replaced; "+votes+"; its fences restart from its clock",
+			"addr", addr, "state", "promoted", "run_id", h.runID, "known_for", now.Sub(h.promotedAt).Round(time.Second), "window", w)
 	case prev != nil && prev.runID != h.runID:
 		up := now.Sub(h.startedAt)
+		if h.durable && w > 0 {
+			votes = "it has appendfsync always, so it is trusted as a master restarted in place"
+		}
 		if up >= w {
-			g.log.Warn("redlock: another server answers at the master's address (its run_id changed, and it has been up longer than the guard window): a failover; its votes do not count for the guard window",
+			g.log.Warn("redlock: another server answers at the master's address (its run_id changed, and it has been up longer than the guard window): a failover; "+votes,
 				"addr", addr, "state", "replaced", "run_id", h.runID, "was", prev.runID, "uptime", up.Round(time.Second), "window", w)
 		} else if !h.durable && w > 0 {
 			g.log.Info("redlock: master restarted; its votes do not count until the guard window has passed",
