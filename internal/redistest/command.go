@@ -19,10 +19,11 @@ var ErrNil = errors.New("redistest: nil reply")
 // An error reply is returned as an error; so are array replies, which it does
 // not read.
 func (s *Server) Do(args ...string) (string, error) {
-	return do(s.Addr(), args...)
+	return DoAt(s.Addr(), args...)
 }
 
-func do(addr string, args ...string) (string, error) {
+// DoAt is Do on the server at addr, which may be behind a Forwarder.
+func DoAt(addr string, args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
