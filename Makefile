@@ -4,7 +4,7 @@ GO      ?= go
 # and the fencing guard's tests against real databases.
 MODULES := chaos bench fencing/sqltest
 
-.PHONY: test lint unit benchtest fencingtest chaos bench bench-report
+.PHONY: test lint unit redis60 benchtest fencingtest chaos bench bench-report
 
 test: lint unit benchtest fencingtest chaos
 
@@ -14,11 +14,16 @@ lint:
 	$(GO) vet ./...
 	@for m in $(MODULES); do if [ -f $$m/go.mod ]; then (cd $$m && $(GO) vet ./...) || exit 1; fi; done
 
-# The library, the command and their integration tests against real redis-server processes;
-# then the library's integration tests again as the README's least-privilege ACL user.
-unit:
+# The library, the command and their integration tests against real redis-server processes,
+# some of them on Redis 6.0, the oldest release the library supports; then the library's
+# integration tests again as the README's least-privilege ACL user.
+unit: redis60
 	$(GO) test -race -count=1 ./...
 	REDLOCK_TEST_ACL=1 $(GO) test -race -count=1 -run 'Integration|Contract' ./redlock
+
+# Redis 6.0 for those tests, fetched once into the user's cache directory (see the script).
+redis60:
+	@.ci/fetch-redis-6.0
 
 # The comparison module's own tests (its harness, floor and proxy), not its benchmarks.
 benchtest:

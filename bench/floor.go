@@ -97,10 +97,15 @@ func newScript(src string, keys int) script {
 // lib.lua, a newline, then the script). The keys and arguments follow the
 // scripts' headers:
 //
-//	acquire  KEYS lock, fencing counter, fence floor, tombstone
-//	         ARGV token, TTL ms, owner, counter retention ms
+//	acquire  KEYS lock, fencing counter, fence floor, tombstone, fence stamp
+//	         ARGV token, TTL ms, owner, counter retention ms, '' (no
+//	         hand-over), the master's identity
 //	release  KEYS lock, tombstone
 //	         ARGV token, owner, channel, '' or (rolling back) tombstone TTL ms
+//
+// The identity ("<run_id> <master_replid>") is read once per master here,
+// as the library reads it once per connection; with it the script checks
+// its fence stamp with one GET, as the library's does.
 //
 // It splits the gap between the floor and the library in two: what the
 // floor and this one differ by is work on the masters; what this one and
@@ -113,14 +118,18 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 	if acquireSrc == "" || releaseSrc == "" {
 		return nil, errors.New("floor: empty script")
 	}
-	acq, rel := newScript(acquireSrc, 4), newScript(releaseSrc, 2)
+	acq, rel := newScript(acquireSrc, 5), newScript(releaseSrc, 2)
+	ids := make([]string, len(pools))
+	for i := range pools {
+		ids[i] = identity(pools[i])
+	}
 	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
 	keepMS := strconv.FormatInt((ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
 	const prefix = "quorumlock:"                                           // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
-			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
-			token, ttlMS, "", keepMS))
+			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token, prefix+"fence-floor:stamp",
+			token, ttlMS, "", keepMS, "", ids[i]))
 		if err != nil {
 			return false, false, err
 		}
@@ -144,6 +153,30 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 		return err
 	}
 	return f, nil
+}
+
+// identity reads a master's run_id and master_replid, as the library's
+// acquire script takes them; "" if they cannot be read, and the script then
+// reads them itself.
+func identity(p *redis.Pool) string {
+	c := p.Get()
+	defer c.Close()
+	var id []string
+	for _, f := range []struct{ section, field string }{{"server", "run_id:"}, {"replication", "master_replid:"}} {
+		s, err := redis.String(redis.DoWithTimeout(c, time.Second, "INFO", f.section))
+		if err != nil {
+			return ""
+		}
+		for _, line := range strings.Split(s, "\r\n") {
+			if v, ok := strings.CutPrefix(line, f.field); ok {
+				id = append(id, v)
+			}
+		}
+	}
+	if len(id) != 2 {
+		return ""
+	}
+	return id[0] + " " + id[1]
 }
 
 // NewFloorFromAddrs returns a floor over fresh pools (NewRedigoPool).

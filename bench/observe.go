@@ -171,34 +171,77 @@ func (o *Observer) answered(token string, reply any, err error) {
 	}
 }
 
-// observedConn is a redigo connection that reports acquire commands.
+// observedConn is a redigo connection that reports acquire commands, sent
+// alone or in a pipeline (quorumlock sends its health read ahead of the
+// first script on a new connection).
 type observedConn struct {
 	redis.Conn
 	o *Observer
+	p *pipeline
+}
+
+// pipeline is what a connection has sent since its last flush: how many
+// commands, and which of them were acquires.
+type pipeline struct {
+	n        int
+	acquires []pendingAcquire
+}
+
+type pendingAcquire struct {
+	at    int // the command's place in the pipeline
+	token string
+}
+
+func newObservedConn(c redis.Conn, o *Observer) observedConn {
+	return observedConn{Conn: c, o: o, p: &pipeline{}}
 }
 
 var _ redis.ConnWithTimeout = observedConn{}
 
-func (c observedConn) Do(cmd string, args ...any) (any, error) {
-	token, ok := c.o.acquireToken(cmd, args)
-	if ok {
+func (c observedConn) Send(cmd string, args ...any) error {
+	if token, ok := c.o.acquireToken(cmd, args); ok {
 		c.o.sent(token)
+		c.p.acquires = append(c.p.acquires, pendingAcquire{at: c.p.n, token: token})
 	}
-	r, err := c.Conn.Do(cmd, args...)
-	if ok {
-		c.o.answered(token, r, err)
-	}
-	return r, err
+	c.p.n++
+	return c.Conn.Send(cmd, args...)
+}
+
+func (c observedConn) Do(cmd string, args ...any) (any, error) {
+	return c.do(cmd, args, func() (any, error) { return c.Conn.Do(cmd, args...) })
 }
 
 func (c observedConn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	return c.do(cmd, args, func() (any, error) { return redis.DoWithTimeout(c.Conn, d, cmd, args...) })
+}
+
+// do runs one command, or flushes the pipeline when cmd is "", and reports
+// the acquires among them.
+func (c observedConn) do(cmd string, args []any, run func() (any, error)) (any, error) {
 	token, ok := c.o.acquireToken(cmd, args)
 	if ok {
 		c.o.sent(token)
 	}
-	r, err := redis.DoWithTimeout(c.Conn, d, cmd, args...)
+	sent := c.p.acquires
+	c.p.acquires, c.p.n = nil, 0
+	r, err := run()
 	if ok {
 		c.o.answered(token, r, err)
+	}
+	if cmd == "" {
+		all, _ := r.([]any)
+		for _, a := range sent {
+			switch {
+			case err != nil:
+				c.o.answered(a.token, nil, err)
+			case a.at < len(all):
+				reply, rerr := all[a.at], error(nil)
+				if e, isErr := reply.(redis.Error); isErr {
+					reply, rerr = nil, e
+				}
+				c.o.answered(a.token, reply, rerr)
+			}
+		}
 	}
 	return r, err
 }
@@ -227,7 +270,7 @@ func (p ObservedPool) Get(ctx context.Context) (redis.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return observedConn{Conn: c, o: p.O}, nil
+	return newObservedConn(c, p.O), nil
 }
 
 // Addr returns the master's address.
@@ -252,7 +295,7 @@ type ObservedRedigoPool struct {
 var _ RedigoPool = ObservedRedigoPool{}
 
 // Get returns an observed connection.
-func (p ObservedRedigoPool) Get() redis.Conn { return observedConn{Conn: p.P.Get(), o: p.O} }
+func (p ObservedRedigoPool) Get() redis.Conn { return newObservedConn(p.P.Get(), p.O) }
 
 // GetContext returns an observed connection.
 func (p ObservedRedigoPool) GetContext(ctx context.Context) (redis.Conn, error) {
@@ -260,5 +303,5 @@ func (p ObservedRedigoPool) GetContext(ctx context.Context) (redis.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return observedConn{Conn: c, o: p.O}, nil
+	return newObservedConn(c, p.O), nil
 }

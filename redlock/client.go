@@ -60,11 +60,8 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	nodes := make([]node, len(pools))
 	for i, p := range pools {
-		n := &redisNode{pool: p, scripts: &c.scripts, names: c.names(), clock: c.o.clock, cond: &condition{log: c.o.logger, addr: p.Addr()}}
-		if c.o.restartGuard != 0 {
-			n.guard = &guard{clock: c.o.clock, log: c.o.logger, window: c.guardWindow}
-		}
-		nodes[i] = n
+		nodes[i] = &redisNode{pool: p, scripts: &c.scripts, names: c.names(), clock: c.o.clock,
+			guard: newGuard(&c.o, c.guardWindow), cond: &condition{log: c.o.logger, addr: p.Addr()}}
 	}
 	c.attach(nodes)
 	return c, nil

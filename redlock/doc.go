@@ -27,9 +27,12 @@
 //   - Reentrancy (WithOwner): an owner that holds a key may take it again.
 //   - Waiting without polling: Lock sleeps until the holder's release is
 //     announced over pub/sub, with a backoff and the holder's TTL as fallback.
-//   - The restart guard: a master that restarted recently does not vote, so
-//     that a master which lost its keys in a crash cannot hand out a lock a
-//     majority believed held.
+//   - The restart guard: a master that restarted recently, or was replaced
+//     by a promoted replica, does not vote, so that a master which lost
+//     keys in a crash or a failover cannot hand out a lock a majority
+//     believed held. Nor do replicas, masters that may evict keys
+//     (WithTrustEviction) and masters whose INFO cannot be read
+//     (WithTrustUnreadable).
 //
 // What the lock cannot promise: a holder paused (GC, swap, SIGSTOP) after
 // checking its validity may act after its lock expired; a master whose wall

@@ -18,8 +18,13 @@ import (
 // holds counters >= fence while this token holds the key there. The next
 // holder's quorum overlaps W in some master, which it can only grant once
 // this token's key is gone there, so after the raise; its counter there, and
-// so its fence, is larger. This holds while no master loses its data, which
-// the restart guard covers as for mutual exclusion.
+// so its fence, is larger. This holds while no master loses its data or has
+// it replaced by an older copy. A master that comes back empty starts its
+// counters from its clock; one whose data was replaced (a replica promoted
+// in a failover, a restart from an RDB or AOF file) is found out by the
+// acquire script before any counter of it counts, and starts a new epoch
+// from its clock: see fenceEpoch in scripts/lib.lua for how, and for the
+// proof that fences keep growing across it.
 //
 // In the common case every master of the quorum reports the same count, and
 // no extra round trip is made.

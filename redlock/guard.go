@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"bufio"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -15,35 +16,100 @@ import (
 	"github.com/quorumlock/quorumlock/pool"
 )
 
-// health is what the restart guard knows of one master.
+// health is what the guard knows of one master. The zero value knows
+// nothing and vetoes nothing: a node without a guard votes.
 type health struct {
-	known   bool      // INFO answered
-	bootAt  time.Time // when the master started, on the client's clock
-	durable bool      // appendonly yes and appendfsync always: no quarantine needed
-	runID   string
+	known     bool      // INFO answered with everything the guard reads
+	startedAt time.Time // when the master started, on the client's clock, read as late as it can be
+	// bootAt starts the restart quarantine: startedAt, or the moment this
+	// client first saw a run_id other than the one it knew.
+	bootAt time.Time
+	// promotedAt starts the failover quarantine of a master that was
+	// promoted from a replica: the earliest moment it is known to have been
+	// a master under its current replication ID. Zero when not promoted.
+	promotedAt time.Time
+	durable    bool   // appendonly yes and appendfsync always: no restart quarantine needed
+	runID      string // INFO server run_id
+	replID     string // INFO replication master_replid
+	// veto says why the master may not vote at all, whatever the time: a
+	// replica, a master that may evict lock keys, one whose state cannot
+	// be read. "" when it may vote.
+	veto   string
+	seenAt time.Time // when this was read
 }
 
-// trusted reports whether the master's vote counts at now: it has been up for
-// at least window, or it keeps every write across a restart. A master whose
-// INFO cannot be read is trusted, and a warning says the guard is blind there.
+// trusted reports whether the master's vote counts at now.
 func (h health) trusted(now time.Time, window time.Duration) bool {
-	return window <= 0 || !h.known || h.durable || now.Sub(h.bootAt) >= window
+	return h.distrust(now, window) == ""
 }
 
-// guard watches one master for restarts. A restart shows on a new connection,
-// so the master is asked again whenever its pool has dialled since the last
-// answer; the question rides in the same round trip as the script.
+// distrust says why the master's vote does not count at now, or "" if it does.
+// A master that restarted (or changed its run_id) is out for window from
+// then, unless it keeps every write across a restart; a master promoted from
+// a replica is out for window from when it is known to have been promoted,
+// durable or not, since what it lacks never reached it.
+func (h health) distrust(now time.Time, window time.Duration) string {
+	switch {
+	case h.veto != "":
+		return h.veto
+	case window <= 0 || !h.known:
+		return ""
+	case !h.promotedAt.IsZero() && now.Sub(h.promotedAt) < window:
+		return fmt.Sprintf("promoted from a replica, known for %v; out of the quorum until known for %v", now.Sub(h.promotedAt).Round(time.Millisecond), window)
+	case !h.durable && now.Sub(h.bootAt) < window:
+		return fmt.Sprintf("restarted %v ago; out of the quorum until %v after that", now.Sub(h.bootAt).Round(time.Millisecond), window)
+	}
+	return ""
+}
+
+// identity is the master's identity as the acquire script checks it against
+// the stamp on its fence data: run_id and replication ID.
+func (h health) identity() string {
+	if !h.known {
+		return ""
+	}
+	return h.runID + " " + h.replID
+}
+
+// guard watches one master: its restarts, a failover to another server or to
+// a promoted replica, its role, whether it may evict keys, and whether its
+// state can be read at all. What it reads shows on a new connection, so the
+// master is asked again whenever its pool has dialled since the last answer;
+// the questions ride in the same round trip as the script.
 type guard struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	window func() time.Duration
+	// trustEviction and trustUnreadable: see WithTrustEviction and
+	// WithTrustUnreadable.
+	trustEviction, trustUnreadable bool
 
 	mu      sync.Mutex // serialises observe
 	state   atomic.Pointer[health]
 	seen    atomic.Uint64 // the pool's dial count at the last answer
-	recheck atomic.Bool   // for pools that do not count dials: ask again
-	warned  atomic.Bool
+	recheck atomic.Bool   // ask again on the next call
+	dropped bool          // a connection was lost since the last health read; under mu
+	notes   guardNotes    // what has been logged; under mu
+	// lastKnown is the last health read that could be read, for comparing
+	// run_id and replication ID across unreadable answers; under mu.
+	lastKnown *health
 }
+
+// guardNotes is what the guard last logged of a master, so that each change
+// is logged once.
+type guardNotes struct {
+	kind, config string
+}
+
+// newGuard returns the guard of one master.
+func newGuard(o *options, window func() time.Duration) *guard {
+	return &guard{clock: o.clock, log: o.logger, window: window, trustEviction: o.trustEviction, trustUnreadable: o.trustUnreadable}
+}
+
+// recheckVetoed is how often a master that may not vote is read again
+// without waiting for a new connection: a replica may be promoted, and an
+// eviction policy or an ACL fixed, while the connections stay.
+const recheckVetoed = time.Second
 
 func (g *guard) load() health {
 	if g == nil {
@@ -61,62 +127,202 @@ func (g *guard) due(p pool.Pool) (bool, uint64) {
 	if g == nil {
 		return false, 0
 	}
+	h := g.state.Load()
+	again := g.recheck.Load() || h == nil ||
+		(h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)
 	if dc, ok := p.(pool.DialCounter); ok {
 		d := dc.Dials()
-		return d != g.seen.Load(), d
+		return again || d != g.seen.Load(), d
 	}
-	return g.recheck.Load() || g.state.Load() == nil, 0
+	return again, 0
 }
 
+// connectionLost notes a connection found dead: the master may have
+// restarted, so it is asked again on the next call.
 func (g *guard) connectionLost() {
+	if g == nil {
+		return
+	}
+	g.recheck.Store(true)
+	g.mu.Lock()
+	g.dropped = true
+	g.mu.Unlock()
+}
+
+// askAgain has the master read again on the next call, as after a READONLY
+// reply: it may have become a replica, or a replica may have been promoted.
+func (g *guard) askAgain() {
 	if g != nil {
 		g.recheck.Store(true)
 	}
 }
 
-// observe records the answers to INFO server and CONFIG GET append*, asked
-// on a connection taken when the pool had dialled dials times. An answer
-// from before the last one recorded is dropped: its connection is older,
-// and may have reached the master before a restart that the last answer
-// saw (a client paused between reading a reply and recording it).
-func (g *guard) observe(addr string, info, config any, dials uint64) {
+// withIdentity returns the acquire script's arguments with the master's
+// identity appended, or "" when the guard does not know it for sure: the
+// script then reads it itself. On a checked call the connection may be new
+// and reach another server than the last answer came from.
+func (g *guard) withIdentity(argv []any, checked bool) []any {
+	id := ""
+	if !checked {
+		id = g.load().identity()
+	}
+	out := make([]any, len(argv)+1)
+	copy(out, argv)
+	out[len(argv)] = id
+	return out
+}
+
+// reading is one health read: the replies to INFO server, INFO replication,
+// INFO memory, CONFIG GET append* and GET of the fence stamp.
+type reading struct {
+	server, replication, memory, config, stamp any
+}
+
+// observe records a health read made on a connection taken when the pool had
+// dialled dials times. An answer from before the last one recorded is
+// dropped: its connection is older, and may have reached the master before a
+// restart that the last answer saw (a client paused between reading a reply
+// and recording it).
+func (g *guard) observe(addr string, rd reading, dials uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if dials < g.seen.Load() {
 		return
 	}
-	h := health{}
-	if s, err := redis.String(info, nil); err == nil {
-		if up, id, ok := parseInfo(s); ok {
-			h.known, h.runID = true, id
-			h.bootAt = g.clock.Now().Add(-youngest(up))
+	now := g.clock.Now()
+	prev := g.lastKnown
+	f := parseReading(rd)
+	h := health{seenAt: now, durable: f.durable}
+	if f.unreadable == "" {
+		h.known, h.runID, h.replID = true, f.runID, f.replID
+		h.startedAt = now.Add(-youngest(f.uptime))
+		h.bootAt = h.startedAt
+		switch {
+		case prev == nil:
+			// First sight: the uptime is all there is to go on.
+		case prev.runID == f.runID:
+			// The same master seen again: keep the later, more cautious estimate.
+			h.startedAt = later(h.startedAt, prev.startedAt)
+			h.bootAt = later(h.bootAt, prev.bootAt)
+		default:
+			// Another process answers at this address: the master restarted,
+			// or the address now leads to another server. Either way its data
+			// may lack what the one this client knew had; count it as
+			// restarted now, whatever its uptime.
+			h.bootAt = now
+		}
+		if f.promoted() {
+			h.promotedAt = now
+			if prev != nil && !prev.promotedAt.IsZero() && prev.identity() == h.identity() {
+				h.promotedAt = prev.promotedAt
+			}
+			if at, ok := f.stampedAt(now); ok && at.Before(h.promotedAt) {
+				h.promotedAt = at
+			}
 		}
 	}
-	if kv, err := redis.StringMap(config, nil); err == nil {
-		h.durable = kv["appendonly"] == "yes" && kv["appendfsync"] == "always"
-	}
-	prev := g.state.Load()
-	if prev != nil && prev.known && h.known && prev.runID == h.runID && prev.bootAt.After(h.bootAt) {
-		// The same master seen again: keep the later, more cautious estimate.
-		h.bootAt = prev.bootAt
-	}
+	kind, veto := g.judge(f)
+	h.veto = veto
 	g.state.Store(&h)
 	g.seen.Store(dials)
 	g.recheck.Store(false)
+	g.report(addr, prev, &h, f, kind)
+	if h.known {
+		g.lastKnown = &h
+	}
+	g.dropped = false
+}
 
+// judge returns the kind of state a health read shows, as the logs name it
+// in their "state" attribute, and why the master may not vote at all,
+// whatever the time, or "" if it may. The kinds that veto are unreadable,
+// replica, too-old and may-evict; those that vote are unreadable-trusted,
+// may-evict-trusted and voting.
+func (g *guard) judge(f fields) (kind, veto string) {
 	switch {
-	case !h.known:
-		if g.warned.CompareAndSwap(false, true) {
-			g.log.Warn("redlock: cannot read INFO from master; the restart guard cannot protect against its restarts",
-				"addr", addr)
+	case f.unreadable != "" && g.trustUnreadable:
+		return "unreadable-trusted", ""
+	case f.unreadable != "":
+		return "unreadable", "its state cannot be read (" + f.unreadable + "); allow INFO for this user, or pass WithTrustUnreadable"
+	case f.role != "master":
+		return "replica", "it is a replica (role:" + f.role + "), not a master; give the client the master's address"
+	case f.tooOld():
+		return "too-old", fmt.Sprintf("redis_version %s is older than %s, the oldest this library runs on", f.version, minVersion)
+	case f.mayEvict() && !g.trustEviction:
+		return "may-evict", fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; set maxmemory-policy noeviction, or pass WithTrustEviction", f.policy, f.maxmemory)
+	case f.mayEvict():
+		return "may-evict-trusted", ""
+	}
+	return "voting", ""
+}
+
+// report logs what changed: once per change of state, and for a master whose
+// INFO cannot be read, again after each lost connection, since its restarts
+// cannot be seen. Every message carries the master's address ("addr") and
+// what it is about ("state").
+func (g *guard) report(addr string, prev, h *health, f fields, kind string) {
+	if kind != g.notes.kind || (g.dropped && f.unreadable != "") {
+		switch kind {
+		case "unreadable-trusted":
+			g.log.Warn("redlock: cannot read the master's state ("+f.unreadable+"); trusted as WithTrustUnreadable asks, so its restarts, failovers and evictions go unseen",
+				"addr", addr, "state", kind)
+		case "may-evict-trusted":
+			g.log.Warn("redlock: master may evict lock keys (maxmemory-policy "+f.policy+"); trusted as WithTrustEviction asks",
+				"addr", addr, "state", kind, "maxmemory", f.maxmemory)
+		case "voting":
+			if g.notes.kind != "" {
+				g.log.Info("redlock: master may vote again", "addr", addr, "state", kind)
+			}
+		default:
+			g.log.Warn("redlock: master does not vote: "+h.veto, "addr", addr, "state", kind)
 		}
-	case prev == nil || prev.runID != h.runID:
-		w := g.window()
-		if up := g.clock.Now().Sub(h.bootAt); !h.durable && w > 0 && up < w {
+		g.notes.kind = kind
+	}
+	if f.configDenied != g.notes.config && f.unreadable == "" {
+		if f.configDenied != "" {
+			g.log.Info("redlock: cannot read the master's CONFIG ("+f.configDenied+"); appendfsync always is not recognised, so a restart quarantines it as any master",
+				"addr", addr, "state", "config-unreadable")
+		}
+		g.notes.config = f.configDenied
+	}
+	if !h.known {
+		return
+	}
+	w := g.window()
+	now := h.seenAt
+	votes := "its votes do not count for the guard window"
+	if w <= 0 {
+		votes = "the restart guard is off (WithRestartGuard(0)), so it votes at once"
+	}
+	switch {
+	case !h.promotedAt.IsZero() && (prev == nil || prev.promotedAt.IsZero() || prev.identity() != h.identity()):
+		g.log.Warn("redlock: master was promoted from a replica and may lack the last writes of the master it replaced; "+votes+"; its fences restart from its clock",
+			"addr", addr, "state", "promoted", "run_id", h.runID, "known_for", now.Sub(h.promotedAt).Round(time.Second), "window", w)
+	case prev != nil && prev.runID != h.runID:
+		up := now.Sub(h.startedAt)
+		if h.durable && w > 0 {
+			votes = "it has appendfsync always, so it is trusted as a master restarted in place"
+		}
+		if up >= w {
+			g.log.Warn("redlock: another server answers at the master's address (its run_id changed, and it has been up longer than the guard window): a failover; "+votes,
+				"addr", addr, "state", "replaced", "run_id", h.runID, "was", prev.runID, "uptime", up.Round(time.Second), "window", w)
+		} else if !h.durable && w > 0 {
+			g.log.Info("redlock: master restarted; its votes do not count until the guard window has passed",
+				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
+		}
+	case prev == nil:
+		if up := now.Sub(h.startedAt); !h.durable && w > 0 && up < w {
 			g.log.Info("redlock: master restarted recently; its votes do not count until its uptime reaches the guard window",
-				"addr", addr, "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
+				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // youngest is the shortest time a master can have been up when INFO says
@@ -128,24 +334,149 @@ func youngest(up time.Duration) time.Duration {
 	return max(up-time.Second, 0)
 }
 
-// parseInfo reads uptime_in_seconds and run_id from INFO server.
-func parseInfo(s string) (uptime time.Duration, runID string, ok bool) {
+// minVersion is the oldest Redis the scripts are tested on: every 6.x and
+// later. Older masters do not vote.
+const (
+	minVersion = "6.0"
+	minMajor   = 6
+)
+
+// fields is what the guard reads from one health read.
+type fields struct {
+	// unreadable says what could not be read; "" when everything needed was.
+	unreadable string
+	uptime     time.Duration
+	runID      string
+	version    string
+	role       string
+	replID     string
+	replID2    string
+	secondOff  string
+	maxmemory  int64
+	policy     string
+	durable    bool
+	// configDenied says why CONFIG GET failed, "" when it answered.
+	configDenied string
+	stamp        stamp
+}
+
+// stamp is the fence stamp the acquire script leaves on a master: the
+// identity that counted its fences, and its uptime then.
+type stamp struct {
+	identity string
+	uptime   time.Duration
+	ok       bool
+}
+
+// promoted reports a master that was a replica and was promoted: it keeps
+// the replication ID of the master it followed as master_replid2, with the
+// offset up to which it has that master's history.
+func (f fields) promoted() bool {
+	return f.role == "master" && f.replID2 != "" && strings.Trim(f.replID2, "0") != "" && f.secondOff != "-1"
+}
+
+// mayEvict reports whether the master may evict keys with a TTL, as every
+// lock key has: any policy but noeviction, with a memory limit set.
+func (f fields) mayEvict() bool {
+	return f.maxmemory > 0 && f.policy != "noeviction"
+}
+
+// tooOld reports a redis_version below minVersion. A version that cannot be
+// parsed (a Redis-compatible server) is not judged.
+func (f fields) tooOld() bool {
+	major, _, _ := strings.Cut(f.version, ".")
+	ma, err := strconv.Atoi(major)
+	return err == nil && ma < minMajor
+}
+
+// stampedAt returns when, on the client's clock, the acquire script stamped
+// the master's fence data under its current identity, if it did: the master
+// was a master under its current replication ID by then. Both uptimes are
+// whole seconds, each up to one ahead, so the time between them is taken as
+// a second less: the moment returned is never earlier than the real one.
+func (f fields) stampedAt(now time.Time) (time.Time, bool) {
+	if !f.stamp.ok || f.stamp.identity != f.runID+" "+f.replID || f.stamp.uptime > f.uptime {
+		return time.Time{}, false
+	}
+	return now.Add(-youngest(f.uptime - f.stamp.uptime)), true
+}
+
+// parseReading reads the replies of one health read.
+func parseReading(rd reading) fields {
+	var f fields
+	var missing []string
+	server, err := info(rd.server)
+	if err != nil {
+		return fields{unreadable: "INFO server: " + err.Error()}
+	}
+	up, err := strconv.ParseInt(server["uptime_in_seconds"], 10, 64)
+	if err != nil || up < 0 {
+		missing = append(missing, "uptime_in_seconds")
+	}
+	f.uptime = time.Duration(up) * time.Second
+	f.runID, f.version = server["run_id"], server["redis_version"]
+	if f.runID == "" {
+		missing = append(missing, "run_id")
+	}
+	repl, err := info(rd.replication)
+	if err != nil {
+		return fields{unreadable: "INFO replication: " + err.Error()}
+	}
+	f.role, f.replID, f.replID2, f.secondOff = repl["role"], repl["master_replid"], repl["master_replid2"], repl["second_repl_offset"]
+	if f.role == "" {
+		missing = append(missing, "role")
+	}
+	mem, err := info(rd.memory)
+	if err != nil {
+		return fields{unreadable: "INFO memory: " + err.Error()}
+	}
+	f.policy = mem["maxmemory_policy"]
+	f.maxmemory, err = strconv.ParseInt(mem["maxmemory"], 10, 64)
+	if err != nil || f.policy == "" {
+		missing = append(missing, "maxmemory, maxmemory_policy")
+	}
+	if len(missing) > 0 {
+		return fields{unreadable: "INFO has no " + strings.Join(missing, ", ")}
+	}
+	if kv, err := redis.StringMap(rd.config, nil); err == nil {
+		f.durable = kv["appendonly"] == "yes" && kv["appendfsync"] == "always"
+	} else {
+		f.configDenied = "CONFIG GET: " + err.Error()
+	}
+	if s, err := redis.String(rd.stamp, nil); err == nil {
+		f.stamp = parseStamp(s)
+	}
+	return f
+}
+
+// info parses an INFO reply into its fields.
+func info(reply any) (map[string]string, error) {
+	if e, ok := reply.(redis.Error); ok {
+		return nil, e
+	}
+	s, err := redis.String(reply, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
-		k, v, found := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		if !found {
-			continue
-		}
-		switch k {
-		case "uptime_in_seconds":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return 0, "", false
-			}
-			uptime, ok = time.Duration(n)*time.Second, true
-		case "run_id":
-			runID = v
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
 		}
 	}
-	return uptime, runID, ok
+	return out, nil
+}
+
+// parseStamp reads "<run_id> <master_replid> <epoch> <uptime_in_seconds>".
+func parseStamp(s string) stamp {
+	parts := strings.Fields(s)
+	if len(parts) != 4 {
+		return stamp{}
+	}
+	up, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil || up < 0 {
+		return stamp{}
+	}
+	return stamp{identity: parts[0] + " " + parts[1], uptime: time.Duration(up) * time.Second, ok: true}
 }

@@ -3,9 +3,13 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,26 +17,60 @@ import (
 	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
-func TestParseInfo(t *testing.T) {
+// master is a health read of a master as the guard sees it, for the unit
+// tests of its decisions; the integration tests read real servers.
+type master struct {
+	runID, version, role, replID, replID2, secondOff, policy string
+	up                                                       int
+	maxmemory                                                int64
+	config, stamp                                            any
+}
+
+func plainMaster(runID string, up int) master {
+	return master{runID: runID, up: up, version: "7.0.15", role: "master",
+		replID: "r-" + runID, replID2: strings.Repeat("0", 40), secondOff: "-1",
+		policy: "noeviction", config: []any{}}
+}
+
+func (m master) reading() reading {
+	return reading{
+		server:      fmt.Sprintf("# Server\r\nredis_version:%s\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", m.version, m.runID, m.up),
+		replication: fmt.Sprintf("# Replication\r\nrole:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nsecond_repl_offset:%s\r\n", m.role, m.replID, m.replID2, m.secondOff),
+		memory:      fmt.Sprintf("# Memory\r\nmaxmemory:%d\r\nmaxmemory_policy:%s\r\n", m.maxmemory, m.policy),
+		config:      m.config,
+		stamp:       m.stamp,
+	}
+}
+
+func TestParseReading(t *testing.T) {
+	denied := redis.Error("NOPERM this user has no permissions to run the 'info' command")
 	for _, tc := range []struct {
-		name, info string
+		name       string
+		rd         func(r *reading)
+		unreadable string // a part of the reason, "" when readable
 		up         time.Duration
-		id         string
-		ok         bool
 	}{
-		{"both", "# Server\r\nrun_id:abc\r\nuptime_in_seconds:42\r\n", 42 * time.Second, "abc", true},
-		{"no uptime", "# Server\r\nrun_id:abc\r\n", 0, "", false},
-		{"negative", "uptime_in_seconds:-1\r\n", 0, "", false},
-		{"garbage", "uptime_in_seconds:soon\r\n", 0, "", false},
-		{"empty", "", 0, "", false},
+		{"all there", func(*reading) {}, "", 42 * time.Second},
+		{"INFO denied", func(r *reading) { r.server, r.replication, r.memory = denied, denied, denied }, "NOPERM", 0},
+		{"no uptime", func(r *reading) { r.server = "# Server\r\nrun_id:abc\r\n" }, "uptime_in_seconds", 0},
+		{"negative uptime", func(r *reading) { r.server = "run_id:abc\r\nuptime_in_seconds:-1\r\n" }, "uptime_in_seconds", 0},
+		{"garbage uptime", func(r *reading) { r.server = "run_id:abc\r\nuptime_in_seconds:soon\r\n" }, "uptime_in_seconds", 0},
+		{"empty", func(r *reading) { r.server = "" }, "uptime_in_seconds", 0},
+		{"no role", func(r *reading) { r.replication = "# Replication\r\n" }, "role", 0},
+		{"no policy", func(r *reading) { r.memory = "# Memory\r\nmaxmemory:0\r\n" }, "maxmemory_policy", 0},
+		{"CONFIG denied is still readable", func(r *reading) { r.config = denied }, "", 42 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, id, ok := parseInfo(tc.info)
-			assert.Equal(t, tc.ok, ok)
-			if tc.ok {
-				assert.Equal(t, tc.up, up)
-				assert.Equal(t, tc.id, id)
+			rd := plainMaster("abc", 42).reading()
+			tc.rd(&rd)
+			f := parseReading(rd)
+			if tc.unreadable == "" {
+				require.Empty(t, f.unreadable)
+				assert.Equal(t, tc.up, f.uptime)
+				assert.Equal(t, "abc", f.runID)
+				return
 			}
+			assert.Contains(t, f.unreadable, tc.unreadable)
 		})
 	}
 }
@@ -46,7 +84,7 @@ func TestGuard_UptimeIsReadAsTheYoungestItCanBe(t *testing.T) {
 		t.Run(fmt.Sprint(up), func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 			g := &guard{clock: clk, log: quiet(), window: func() time.Duration { return window }}
-			g.observe("m", fmt.Sprintf("run_id:r\r\nuptime_in_seconds:%d\r\n", up), []any{}, 1)
+			g.observe("m", plainMaster("r", up).reading(), 1)
 			// The master may have started as late as (up-1)s ago, or now.
 			age := max(time.Duration(up-1)*time.Second, 0)
 			h := g.load()
@@ -106,16 +144,259 @@ func TestGuard_AnOlderConnectionsLateAnswerIsDropped(t *testing.T) {
 	const window = 10 * time.Second
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := &guard{clock: clk, log: quiet(), window: func() time.Duration { return window }}
-	g.observe("m", "run_id:old\r\nuptime_in_seconds:5000\r\n", []any{}, 4)
+	g.observe("m", plainMaster("old", 5000).reading(), 4)
 	require.True(t, g.load().trusted(clk.Now(), window))
 
-	g.observe("m", "run_id:new\r\nuptime_in_seconds:0\r\n", []any{}, 5) // restarted
-	g.observe("m", "run_id:old\r\nuptime_in_seconds:5000\r\n", []any{}, 4)
+	g.observe("m", plainMaster("new", 0).reading(), 5) // restarted
+	g.observe("m", plainMaster("old", 5000).reading(), 4)
 	h := g.load()
 	assert.Equal(t, "new", h.runID)
 	assert.False(t, h.trusted(clk.Now(), window), "the restarted master is still in quarantine")
 
-	g.observe("m", "run_id:new\r\nuptime_in_seconds:3\r\n", []any{}, 6)
+	g.observe("m", plainMaster("new", 3).reading(), 6)
 	assert.Equal(t, uint64(6), g.seen.Load())
 	assert.False(t, g.load().trusted(clk.Now(), window))
+}
+
+// logs records what a client logs, for tests that count warnings.
+type logs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logs) WithGroup(string) slog.Handler      { return l }
+
+// warnings returns the WARN messages about addr (every one when addr is "").
+func (l *logs) warnings(addr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.recs {
+		if r.Level != slog.LevelWarn {
+			continue
+		}
+		match := addr == ""
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "addr" && a.Value.String() == addr {
+				match = true
+			}
+			return true
+		})
+		if match {
+			out = append(out, r.Message)
+		}
+	}
+	return out
+}
+
+func newTestGuard(clk clock.Clock, l *logs, window time.Duration, opts ...Option) *guard {
+	o := defaultOptions()
+	o.clock, o.logger = clk, slog.New(l)
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	return newGuard(&o, func() time.Duration { return window })
+}
+
+// What may never vote, whatever the time, and what an option lets vote.
+func TestGuard_Vetoes(t *testing.T) {
+	const window = 10 * time.Second
+	denied := redis.Error("NOPERM this user has no permissions to run the 'info' command")
+	for _, tc := range []struct {
+		name    string
+		m       func(*master)
+		opts    []Option
+		trusted bool
+		why     string // in the distrust and the warning
+	}{
+		{"plain master", func(*master) {}, nil, true, ""},
+		{"replica", func(m *master) { m.role = "slave" }, nil, false, "replica"},
+		{"replica, options do not help", func(m *master) { m.role = "slave" }, []Option{WithTrustEviction(), WithTrustUnreadable()}, false, "replica"},
+		{"allkeys-lru", func(m *master) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, nil, false, "allkeys-lru"},
+		{"volatile-ttl", func(m *master) { m.maxmemory, m.policy = 1<<20, "volatile-ttl" }, nil, false, "volatile-ttl"},
+		{"allkeys-lru trusted", func(m *master) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, []Option{WithTrustEviction()}, true, ""},
+		{"allkeys-lru without maxmemory", func(m *master) { m.policy = "allkeys-lru" }, nil, true, ""},
+		{"noeviction with maxmemory", func(m *master) { m.maxmemory = 1 << 20 }, nil, true, ""},
+		{"Redis 5", func(m *master) { m.version = "5.0.14" }, nil, false, "5.0.14"},
+		{"Redis 6.0", func(m *master) { m.version = "6.0.16" }, nil, true, ""},
+		{"unparsable version", func(m *master) { m.version = "df-1.2" }, nil, true, ""},
+		{"INFO denied", func(m *master) { m.runID = "" }, nil, false, "cannot be read"},
+		{"INFO denied, trusted", func(m *master) { m.runID = "" }, []Option{WithTrustUnreadable()}, true, ""},
+		{"CONFIG denied", func(m *master) { m.config = denied }, nil, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			l := &logs{}
+			g := newTestGuard(clk, l, window, tc.opts...)
+			m := plainMaster("r", 5000)
+			tc.m(&m)
+			rd := m.reading()
+			if m.runID == "" {
+				rd.server, rd.replication, rd.memory = denied, denied, denied
+			}
+			g.observe("m", rd, 1)
+			h := g.load()
+			assert.Equal(t, tc.trusted, h.trusted(clk.Now(), window), h.distrust(clk.Now(), window))
+			if tc.why != "" {
+				assert.Contains(t, h.distrust(clk.Now(), window), tc.why)
+				require.Len(t, l.warnings("m"), 1)
+				assert.Contains(t, l.warnings("m")[0], tc.why)
+			}
+			// Read again and again: the warning is not repeated.
+			for d := uint64(2); d < 5; d++ {
+				g.observe("m", rd, d)
+			}
+			assert.Equal(t, tc.trusted, g.load().trusted(clk.Now(), window))
+			if tc.why != "" {
+				assert.Len(t, l.warnings("m"), 1, "one warning per change")
+			}
+		})
+	}
+}
+
+// A master whose INFO is denied is warned about once, and again after each
+// lost connection: a restart there cannot be seen. A fixed ACL lets it vote.
+func TestGuard_Unreadable_WarnsAgainAfterADrop(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		t.Run(fmt.Sprint("trusted=", trust), func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			l := &logs{}
+			var opts []Option
+			if trust {
+				opts = append(opts, WithTrustUnreadable())
+			}
+			g := newTestGuard(clk, l, time.Second, opts...)
+			denied := redis.Error("NOPERM no permissions to run the 'info' command")
+			rd := reading{server: denied, replication: denied, memory: denied, config: []any{}}
+			g.observe("m", rd, 1)
+			g.observe("m", rd, 2)
+			assert.Len(t, l.warnings("m"), 1)
+			g.connectionLost()
+			g.observe("m", rd, 3)
+			assert.Len(t, l.warnings("m"), 2, "warned again after the connection was lost")
+			g.observe("m", rd, 4)
+			assert.Len(t, l.warnings("m"), 2)
+			assert.Equal(t, trust, g.load().trusted(clk.Now(), time.Second))
+
+			g.observe("m", plainMaster("r", 5000).reading(), 5)
+			assert.True(t, g.load().trusted(clk.Now(), time.Second), "readable again")
+			assert.Len(t, l.warnings("m"), 2)
+		})
+	}
+}
+
+// A run_id other than the one this client knew counts as a restart at the
+// moment it is first seen, whatever the uptime: the address may now lead to
+// another server, such as a long-running replica after a failover.
+func TestGuard_RunIDChange_IsARestartNow(t *testing.T) {
+	const window = 10 * time.Second
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	l := &logs{}
+	g := newTestGuard(clk, l, window)
+	g.observe("m", plainMaster("old", 5000).reading(), 1)
+	require.True(t, g.load().trusted(clk.Now(), window))
+
+	clk.Advance(time.Minute)
+	g.observe("m", plainMaster("new", 7200).reading(), 2)
+	h := g.load()
+	assert.False(t, h.trusted(clk.Now(), window), "a long uptime does not make another server trusted")
+	assert.Contains(t, h.distrust(clk.Now(), window), "restarted")
+	assert.Len(t, l.warnings("m"), 1, "a failover is warned about")
+
+	clk.Advance(window - time.Millisecond)
+	g.observe("m", plainMaster("new", 7210).reading(), 3)
+	assert.False(t, g.load().trusted(clk.Now(), window))
+	clk.Advance(time.Millisecond)
+	assert.True(t, g.load().trusted(clk.Now(), window))
+	assert.Len(t, l.warnings("m"), 1)
+}
+
+// A durable master that restarted in place keeps its keys; a changed run_id
+// does not quarantine it. A promoted replica is quarantined, durable or not.
+func TestGuard_Durable(t *testing.T) {
+	const window = 10 * time.Second
+	durable := []any{[]byte("appendonly"), []byte("yes"), []byte("appendfsync"), []byte("always")}
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	g := newTestGuard(clk, &logs{}, window)
+	m := plainMaster("old", 5000)
+	m.config = durable
+	g.observe("m", m.reading(), 1)
+	m = plainMaster("new", 0)
+	m.config = durable
+	g.observe("m", m.reading(), 2)
+	assert.True(t, g.load().trusted(clk.Now(), window))
+
+	m.replID, m.replID2, m.secondOff = "promoted", "r-new", "1234"
+	g.observe("m", m.reading(), 3)
+	assert.False(t, g.load().trusted(clk.Now(), window))
+}
+
+// A promoted replica is quarantined for the window from the earliest moment
+// it is known to have been promoted: first seen so, or stamped by an acquire
+// under its current identity. Nothing earlier can be known.
+func TestGuard_Promoted(t *testing.T) {
+	const window = 10 * time.Second
+	promoted := func(up int, stamp any) master {
+		m := plainMaster("r3", up)
+		m.replID, m.replID2, m.secondOff = "new-replid", "old-replid", "5000"
+		m.stamp = stamp
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		up    int
+		stamp any
+		left  time.Duration // quarantine left at first sight
+	}{
+		{"no stamp", 7200, nil, window},
+		{"stamped 4s before", 7200, []byte("r3 new-replid 1234 7196"), window - 3*time.Second},
+		{"stamped long before", 7200, []byte("r3 new-replid 1234 100"), 0},
+		{"stamped by another run_id", 7200, []byte("m3 new-replid 1234 100"), window},
+		{"stamped under another replid", 7200, []byte("r3 old-replid 1234 100"), window},
+		{"stamp from the future", 7200, []byte("r3 new-replid 1234 7300"), window},
+		{"garbled stamp", 7200, []byte("r3 new-replid"), window},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			l := &logs{}
+			g := newTestGuard(clk, l, window)
+			g.observe("m", promoted(tc.up, tc.stamp).reading(), 1)
+			h := g.load()
+			if tc.left > 0 {
+				assert.False(t, h.trusted(clk.Now().Add(tc.left-time.Millisecond), window))
+				assert.Contains(t, h.distrust(clk.Now(), window), "promoted")
+			}
+			assert.True(t, h.trusted(clk.Now().Add(tc.left), window))
+			assert.Len(t, l.warnings("m"), 1, "a promotion is warned about")
+
+			// Seen again later under the same identity: the quarantine does
+			// not start over, nor is the warning repeated.
+			clk.Advance(window / 2)
+			g.observe("m", promoted(tc.up+5, tc.stamp).reading(), 2)
+			assert.True(t, g.load().trusted(clk.Now().Add(max(tc.left-window/2, 0)), window))
+			assert.Len(t, l.warnings("m"), 1)
+		})
+	}
+}
+
+// The identity the acquire script gets is the guard's only when the call is
+// not the one that reads the master again: a new connection may reach
+// another server.
+func TestGuard_Identity(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	g := newTestGuard(clk, &logs{}, time.Second)
+	argv := []any{"sha", 1, "k"}
+	assert.Equal(t, []any{"sha", 1, "k", ""}, g.withIdentity(argv, false), "nothing known yet")
+	g.observe("m", plainMaster("r", 50).reading(), 1)
+	assert.Equal(t, []any{"sha", 1, "k", "r r-r"}, g.withIdentity(argv, false))
+	assert.Equal(t, []any{"sha", 1, "k", ""}, g.withIdentity(argv, true))
+	assert.Equal(t, []any{"sha", 1, "k"}, argv, "the shared vector is left alone")
 }

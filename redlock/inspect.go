@@ -36,8 +36,12 @@ type NodeStatus struct {
 	TTL time.Duration
 	// Fence is the key's fencing counter on this master.
 	Fence int64
-	// Quarantined is true while the restart guard does not count the master.
+	// Quarantined is true while the guard does not count the master's vote.
 	Quarantined bool
+	// Distrust says why, when Quarantined: a restart or a promotion within
+	// the guard window, a replica, a master that may evict lock keys, one
+	// whose state cannot be read.
+	Distrust string
 	// Uptime is how long the master has been up, when the guard knows it.
 	Uptime time.Duration
 }
@@ -88,9 +92,10 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 		ns := NodeStatus{Node: i, Addr: c.nodes[i].addr()}
 		h := c.nodes[i].health()
 		if h.known {
-			ns.Uptime = now.Sub(h.bootAt).Truncate(time.Second)
+			ns.Uptime = now.Sub(h.startedAt).Truncate(time.Second)
 		}
-		ns.Quarantined = !h.trusted(now, window)
+		ns.Distrust = h.distrust(now, window)
+		ns.Quarantined = ns.Distrust != ""
 		switch {
 		case !answered[i]:
 			ns.Err = errNoReply

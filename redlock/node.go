@@ -137,7 +137,7 @@ var errNoPubSub = errors.New("pool cannot dial a pub/sub connection (it does not
 func (n *redisNode) acquire(ctx context.Context, r request) (grant, error) {
 	v, err := n.eval(ctx, n.scripts.acquire, r.argv.get(n.scripts.acquire, func() []any {
 		nm := n.names
-		return []any{nm.lock(r.key), nm.fence(r.key), nm.floor(), nm.void(r.token), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
+		return []any{nm.lock(r.key), nm.fence(r.key), nm.floor(), nm.void(r.token), nm.stamp(), r.token, ms(r.ttl), r.owner, ms(r.ttl + r.keep), r.from}
 	}))
 	if err != nil {
 		return grant{}, err
@@ -244,7 +244,11 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 		return nil, false, err
 	}
 	defer conn.Close()
-	if check, dials := n.guard.due(n.pool); check {
+	check, dials := n.guard.due(n.pool)
+	if s.identity {
+		argv = n.guard.withIdentity(argv, check)
+	}
+	if check {
 		reply, err = n.evalChecked(conn, timeout, dials, argv)
 	} else {
 		reply, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", argv...)
@@ -254,6 +258,9 @@ func (n *redisNode) evalOnce(ctx context.Context, s *script, argv []any) (reply 
 		// the vector is shared by every master.
 		src := append([]any{s.src}, argv[1:]...)
 		reply, err = redis.DoWithTimeout(conn, timeout, "EVAL", src...)
+	}
+	if isReadOnly(err) {
+		n.guard.askAgain()
 	}
 	if err != nil && stale(err) && ctx.Err() == nil {
 		n.guard.connectionLost()
@@ -274,24 +281,32 @@ func unauthenticated(err error) error {
 	return err
 }
 
-// evalChecked sends the restart guard's questions ahead of the script on the
-// same connection: one round trip, and the answer is in before the vote counts.
+// evalChecked sends the guard's questions ahead of the script on the same
+// connection: one round trip, and the answers are in before the vote counts.
+// It asks for the master's identity and uptime (INFO server), its role and
+// replication history (INFO replication), its eviction policy (INFO memory),
+// its persistence (CONFIG GET append*), and the stamp the acquire script
+// leaves on its fence data. Any of them may be denied to the client's user;
+// the guard reads a denial as unknown.
 func (n *redisNode) evalChecked(conn redis.Conn, timeout time.Duration, dials uint64, args []any) (any, error) {
 	conn.Send("INFO", "server")
+	conn.Send("INFO", "replication")
+	conn.Send("INFO", "memory")
 	conn.Send("CONFIG", "GET", "append*")
+	conn.Send("GET", n.names.stamp())
 	conn.Send("EVALSHA", args...)
 	all, err := redis.Values(redis.DoWithTimeout(conn, timeout, ""))
 	if err != nil {
 		return nil, err
 	}
-	if len(all) != 3 {
-		return nil, fmt.Errorf("pipeline: %d replies, want 3", len(all))
+	if len(all) != 6 {
+		return nil, fmt.Errorf("pipeline: %d replies, want 6", len(all))
 	}
-	n.guard.observe(n.addr(), all[0], all[1], dials)
-	if e, ok := all[2].(redis.Error); ok {
+	n.guard.observe(n.addr(), reading{server: all[0], replication: all[1], memory: all[2], config: all[3], stamp: all[4]}, dials)
+	if e, ok := all[5].(redis.Error); ok {
 		return nil, e
 	}
-	return all[2], nil
+	return all[5], nil
 }
 
 // remaining is the time left before ctx's deadline, on clk: the clock that
@@ -306,6 +321,13 @@ func remaining(ctx context.Context, clk clock.Clock) (time.Duration, error) {
 		return 0, context.DeadlineExceeded
 	}
 	return d, nil
+}
+
+// isReadOnly reports a write refused by a replica: the master may have been
+// demoted, or was a replica all along.
+func isReadOnly(err error) bool {
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "READONLY")
 }
 
 func isNoScript(err error) bool {

@@ -43,6 +43,9 @@ type options struct {
 	restartGuard time.Duration
 	fenceKeep    time.Duration
 	namespace    string
+	// trustEviction and trustUnreadable let masters vote that the guard
+	// would keep out: see WithTrustEviction and WithTrustUnreadable.
+	trustEviction, trustUnreadable bool
 }
 
 func defaultOptions() options {
@@ -107,19 +110,45 @@ func WithTokenGenerator(f func() (string, error)) Option {
 	return optionFunc(func(o *options) { o.tokens = f })
 }
 
-// WithRestartGuard sets how long a master that restarted stays out of the
-// quorum: its votes do not count until its uptime reaches window, though keys
-// are still set and deleted there so it rejoins in step. Default: the longest
-// TTL this client has used, plus its drift reserve; where other clients lock
-// the same keys with longer TTLs, pass the longest of theirs (plus drift)
-// instead. 0 turns the guard off; window must not be negative. A master with
-// appendonly yes and appendfsync always keeps its keys across a restart and
-// is never quarantined. INFO gives uptime in whole seconds and can run a
-// second ahead, so the guard reads it as a second less: a quarantine lasts up
-// to two seconds beyond window.
+// WithRestartGuard sets how long a master that restarted, or was replaced in
+// a failover, stays out of the quorum: its votes do not count until window
+// has passed, though keys are still set and deleted there so it rejoins in
+// step. Default: the longest TTL this client has used, plus its drift
+// reserve; where other clients lock the same keys with longer TTLs, pass the
+// longest of theirs (plus drift) instead. window must not be negative.
+//
+// A master counts as restarted from the start its uptime shows, or from the
+// moment this client first sees a run_id other than the one it knew,
+// whatever the uptime. A master promoted from a replica (INFO replication
+// shows master_replid2) counts from the moment it is known to have been
+// promoted. A master with appendonly yes and appendfsync always keeps its
+// keys across a restart and is not quarantined for one; a promoted replica
+// is, durable or not. INFO gives uptime in whole seconds and can run a
+// second ahead, so the guard reads it as a second less: a quarantine lasts
+// up to two seconds beyond window.
+//
+// 0 turns these quarantines off. The guard still keeps out the masters that
+// may not vote at any time (a replica, a master that may evict lock keys, one
+// whose state cannot be read); WithTrustEviction and WithTrustUnreadable
+// speak for those.
 func WithRestartGuard(window time.Duration) Option {
 	return optionFunc(func(o *options) { o.restartGuard = window })
 }
+
+// WithTrustEviction lets a master vote though its maxmemory-policy may evict
+// keys with a TTL, as every lock key has: any policy but noeviction, with
+// maxmemory set. Under memory pressure such a master can drop a held lock's
+// key and grant the lock again. Pass it only where memory can never run out.
+// Default: such a master does not vote, and a warning names its policy.
+func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEviction = true }) }
+
+// WithTrustUnreadable lets a master vote though the client cannot read its
+// state: INFO is denied to the client's user (or the server does not answer
+// it). The guard is then blind there: a restart empty, a failover to a
+// replica or an eviction policy go unseen, and each can let two clients
+// hold a lock. Default: such a master does not vote, and a warning says so,
+// once and again after each lost connection.
+func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
 // WithFenceRetention sets how long a key's fencing counter is kept after its
 // lock was last held. Default 10m. Must be positive and at most MaxTTL. Memory on each master is

@@ -31,6 +31,11 @@ func (n names) floor() string { return n.ns + reservedPrefix + "fence-floor" }
 // void is the tombstone a roll-back or a release leaves for a token.
 func (n names) void(token string) string { return n.ns + reservedPrefix + "void:" + token }
 
+// stamp names the server process and replication history that counted the
+// master's fences (see lib.lua's fenceEpoch). It is written without
+// replication, so it never reaches a replica or the AOF.
+func (n names) stamp() string { return n.floor() + ":stamp" }
+
 // channel is where releases of the key are announced.
 func (n names) channel(key string) string { return n.ns + reservedPrefix + "released:" + key }
 
@@ -41,6 +46,9 @@ type script struct {
 	keys int
 	src  string
 	sha  string
+	// identity: the script takes the master's identity, as the guard knows
+	// it, as its last argument (see redisNode.evalOnce).
+	identity bool
 }
 
 // argv returns the EVALSHA arguments: hash, key count, keys and arguments.
@@ -59,8 +67,10 @@ func loadScripts() scriptSet {
 		sum := sha1.Sum([]byte(src))
 		return &script{name: name, keys: keys, src: src, sha: hex.EncodeToString(sum[:])}
 	}
+	acquire := mk("acquire", 5)
+	acquire.identity = true
 	return scriptSet{
-		acquire: mk("acquire", 4),
+		acquire: acquire,
 		extend:  mk("extend", 1),
 		release: mk("release", 2),
 		fence:   mk("fence", 3),

@@ -51,12 +51,31 @@ func readmeACL(t *testing.T, ns string) string {
 // logging in as the README's user.
 func urls(srv []*redistest.Server) []string {
 	out := redistest.Addrs(srv)
-	if aclSuite() {
-		for i, a := range out {
-			out[i] = "redis://app:secret@" + a
-		}
+	for i, a := range out {
+		out[i] = suiteURL(a)
 	}
 	return out
+}
+
+// suiteURL returns the address a suite's client uses for addr: in the ACL
+// suite, logging in as the README's user.
+func suiteURL(addr string) string {
+	if aclSuite() {
+		return "redis://app:secret@" + addr
+	}
+	return addr
+}
+
+// suiteClientAt is clientAt for masters started as the suite's: in the ACL
+// suite it logs in as the README's user, in its namespace. An address where
+// nothing listens stays as it is.
+func suiteClientAt(t *testing.T, addrs []string, opts ...Option) *Client {
+	t.Helper()
+	mapped := make([]string, len(addrs))
+	for i, a := range addrs {
+		mapped[i] = suiteURL(a)
+	}
+	return clientAt(t, mapped, suite()(opts...)...)
 }
 
 // suite returns a function that appends opts to the options every client

@@ -43,6 +43,18 @@ type Cluster interface {
 	// Heal removes every impairment from a link.
 	Heal(ctx context.Context, l Link) error
 
+	// DetachReplica promotes a node's replica to a master of its own
+	// (REPLICAOF NO ONE) while the clients still reach the node: from then
+	// on the replica lacks every write made on the node. The node must have
+	// a replica (Spec.Replicas).
+	DetachReplica(ctx context.Context, node int) error
+	// Failover moves the node to its replica, as a managed primary endpoint
+	// moves on failover: every client's link to the node now leads to the
+	// replica, the connections open through it are closed, and the old
+	// master is killed. Direct, Kill, Start and the others then act on the
+	// replica. The node must have a replica, detached or not.
+	Failover(ctx context.Context, node int) error
+
 	// JumpClock makes a master act as if its clock had jumped forward by d:
 	// every key's expiry moves d earlier (PEXPIREAT key PEXPIRETIME-d, from
 	// a Lua script), so keys whose time ran out are gone. It returns how
@@ -82,6 +94,10 @@ type Spec struct {
 	Nodes       int
 	Clients     int // how many clients get links of their own
 	Persistence Persistence
+	// Replicas are the nodes that get a replica of their own, started with
+	// the cluster and in sync with its master, for DetachReplica and
+	// Failover. The replicas keep no data across a restart.
+	Replicas []int
 }
 
 func (s Spec) validate() error {
@@ -90,6 +106,11 @@ func (s Spec) validate() error {
 		return fmt.Errorf("cluster: %d nodes; need at least one", s.Nodes)
 	case s.Clients < 1:
 		return fmt.Errorf("cluster: %d clients; need at least one", s.Clients)
+	}
+	for _, n := range s.Replicas {
+		if n < 0 || n >= s.Nodes {
+			return fmt.Errorf("cluster: replica of node %d, out of range [0, %d)", n, s.Nodes)
+		}
 	}
 	return nil
 }

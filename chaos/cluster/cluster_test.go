@@ -168,6 +168,59 @@ func TestCluster_Faults(t *testing.T) {
 	}
 }
 
+// TestCluster_Failover checks, on every available backend, that a node's
+// replica follows it, lags once detached, and takes the node's place for
+// every client on failover, as the failover scenario needs.
+func TestCluster_Failover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	backends, err := Backends(ctx, t)
+	require.NoError(t, err)
+	for _, b := range backends {
+		t.Run(b.Name(), func(t *testing.T) {
+			c, err := b.Start(ctx, t, Spec{Nodes: 2, Clients: 2, Replicas: []int{0}})
+			require.NoError(t, err)
+			require.Error(t, c.DetachReplica(ctx, 1), "node 1 has no replica")
+			old := c.Direct(0)
+			oldID := runIDOf(t, old)
+			_, err = cmd(t, old, 2*time.Second, "SET", "before", "v")
+			require.NoError(t, err)
+			// Let the write reach the replica before it is detached.
+			_, err = cmd(t, old, 5*time.Second, "WAIT", 1, 2000)
+			require.NoError(t, err)
+			require.NoError(t, c.DetachReplica(ctx, 0))
+			_, err = cmd(t, old, 2*time.Second, "SET", "after", "v")
+			require.NoError(t, err)
+
+			// A connection open through a link is closed by the failover.
+			conn, err := redis.Dial("tcp", c.Addrs(0)[0])
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = conn.Do("PING")
+			require.NoError(t, err)
+
+			require.NoError(t, c.Failover(ctx, 0))
+			_, err = conn.Do("PING")
+			assert.Error(t, err, "the open connection was closed")
+			assert.NotEqual(t, old, c.Direct(0), "Direct leads to the replica")
+			for _, a := range []string{c.Addrs(0)[0], c.Addrs(1)[0], c.Direct(0)} {
+				assert.NotEqual(t, oldID, runIDOf(t, a), "%s still reaches the old master", a)
+				v, err := redis.String(cmd(t, a, 2*time.Second, "GET", "before"))
+				assert.NoError(t, err)
+				assert.Equal(t, "v", v, "the replica had what was written before it was detached")
+				_, err = redis.String(cmd(t, a, 2*time.Second, "GET", "after"))
+				assert.ErrorIs(t, err, redis.ErrNil, "and lacks what came after")
+				info, err := redis.String(cmd(t, a, 2*time.Second, "INFO", "replication"))
+				require.NoError(t, err)
+				assert.Contains(t, info, "role:master")
+				assert.NotContains(t, info, "master_replid2:0000000000000000000000000000000000000000", "it shows it was promoted")
+			}
+			_, err = cmd(t, old, 300*time.Millisecond, "PING")
+			assert.Error(t, err, "the old master is gone")
+		})
+	}
+}
+
 func runIDOf(t *testing.T, addr string) string {
 	t.Helper()
 	s, err := redis.String(cmd(t, addr, 2*time.Second, "INFO", "server"))

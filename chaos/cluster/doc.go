@@ -11,7 +11,8 @@
 // On both, every client reaches every master through its own in-process
 // toxiproxy proxy, so latency, dropped replies and cuts can be aimed at one
 // client's view of one master: that is how each client can be shown a
-// different majority.
+// different majority. A master may have a replica, which a failover puts
+// behind the master's proxies in its place.
 //
 // Clusters are test fixtures: they take a testing.TB and register their
 // removal with its Cleanup, so nothing outlives a failed test.

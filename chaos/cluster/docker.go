@@ -121,6 +121,22 @@ func (d *Docker) Start(ctx context.Context, tb testing.TB, spec Spec) (Cluster, 
 		}
 		upstreams[i] = n.addr()
 	}
+	c.replicas = map[int]*container{}
+	for _, i := range spec.Replicas {
+		r := &container{name: fmt.Sprintf("%s-n%d-replica", c.prefix, i), replicaOf: c.nodes[i].name}
+		c.replicas[i] = r
+		tb.Cleanup(func() {
+			if err := c.remove(r); err != nil {
+				tb.Errorf("cluster: remove container %s: %v", r.name, err)
+			}
+		})
+		if err := c.create(ctx, r); err != nil {
+			return nil, err
+		}
+		if err := waitSynced(ctx, r.addr(), readyLimit); err != nil {
+			return nil, err
+		}
+	}
 	l, err := newLinks(spec.Clients, upstreams)
 	if err != nil {
 		return nil, err
@@ -145,16 +161,18 @@ type dockerCluster struct {
 	links   *links
 	clients int
 
-	mu    sync.Mutex // guards the nodes' ids and persistence
-	nodes []*container
+	mu       sync.Mutex // guards the nodes' ids and persistence, and which container is which node
+	nodes    []*container
+	replicas map[int]*container
 }
 
-// container is one master's container.
+// container is one master's container, or a replica's.
 type container struct {
 	name        string
 	id          string
 	port        int
 	persistence Persistence
+	replicaOf   string // the master's container name, for a replica
 }
 
 func (n *container) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }
@@ -181,8 +199,11 @@ func (c *dockerCluster) create(ctx context.Context, n *container) error {
 
 func (c *dockerCluster) run(n *container) error {
 	img := c.d.image
-	cmd := append([]string{"redis-server", "--port", "6379", "--protected-mode", "no", "--dir", "/data", "--loglevel", "warning"},
-		n.persistence.args()...)
+	cmd := append([]string{"redis-server", "--port", "6379", "--protected-mode", "no", "--dir", "/data", "--loglevel", "warning",
+		"--repl-diskless-sync-delay", "0"}, n.persistence.args()...)
+	if n.replicaOf != "" {
+		cmd = append(cmd, "--replicaof", n.replicaOf, "6379")
+	}
 	res, err := c.d.pool.RunWithOptions(&dockertest.RunOptions{
 		Name:         n.name,
 		Repository:   img.Repo,
@@ -238,10 +259,11 @@ func (c *dockerCluster) Size() int                 { return len(c.nodes) }
 func (c *dockerCluster) Clients() int              { return c.clients }
 func (c *dockerCluster) Addrs(client int) []string { return c.links.addrs(client) }
 func (c *dockerCluster) Direct(node int) string {
-	if checkNode(c, node) != nil {
+	n, _, err := c.node(node)
+	if err != nil {
 		return ""
 	}
-	return c.nodes[node].addr()
+	return n.addr()
 }
 
 // node returns a node's container id.
@@ -352,8 +374,49 @@ func (c *dockerCluster) Impair(ctx context.Context, l Link, imp Impairment) erro
 func (c *dockerCluster) Heal(ctx context.Context, l Link) error { return c.links.heal(ctx, l) }
 
 func (c *dockerCluster) JumpClock(ctx context.Context, node int, d time.Duration) (int, error) {
-	if err := checkNode(c, node); err != nil {
+	n, _, err := c.node(node)
+	if err != nil {
 		return 0, err
 	}
-	return jumpClock(ctx, c.nodes[node].addr(), d)
+	return jumpClock(ctx, n.addr(), d)
+}
+
+// replica returns the node's replica container.
+func (c *dockerCluster) replica(node int) (*container, error) {
+	if err := checkNode(c, node); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.replicas[node]
+	if !ok {
+		return nil, fmt.Errorf("cluster: node %d has no replica", node)
+	}
+	return r, nil
+}
+
+func (c *dockerCluster) DetachReplica(ctx context.Context, node int) error {
+	r, err := c.replica(node)
+	if err != nil {
+		return err
+	}
+	return detach(ctx, r.addr())
+}
+
+func (c *dockerCluster) Failover(ctx context.Context, node int) error {
+	r, err := c.replica(node)
+	if err != nil {
+		return err
+	}
+	if err := c.links.repoint(node, r.addr()); err != nil {
+		return err
+	}
+	if err := c.Kill(ctx, node); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.nodes[node] = r
+	delete(c.replicas, node)
+	c.mu.Unlock()
+	return nil
 }

@@ -149,6 +149,22 @@ func (m *links) heal(ctx context.Context, l Link) error {
 	return nil
 }
 
+// repoint sends every client's proxy of node to upstream, closing the
+// connections open through it. Each proxy stops and starts again on its own
+// address, keeping its toxics.
+func (m *links) repoint(node int, upstream string) error {
+	ps, err := m.selected(Link{Client: AllClients, Node: node})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := p.Update(&toxiproxy.Proxy{Listen: p.Listen, Upstream: upstream, Enabled: true}); err != nil {
+			return fmt.Errorf("cluster: repoint %s to %s: %w", p.Name, upstream, err)
+		}
+	}
+	return nil
+}
+
 // close stops every proxy and closes its connections.
 func (m *links) close() {
 	m.mu.Lock()

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +25,16 @@ func (Process) Start(ctx context.Context, tb testing.TB, spec Spec) (Cluster, er
 		return nil, err
 	}
 	servers := redistest.Start(tb, spec.Nodes, persistence(spec.Persistence))
+	replicas := map[int]*redistest.Server{}
+	for _, n := range spec.Replicas {
+		replicas[n] = redistest.StartReplica(tb, servers[n])
+	}
 	l, err := newLinks(spec.Clients, redistest.Addrs(servers))
 	if err != nil {
 		return nil, err
 	}
 	tb.Cleanup(l.close) // runs before the servers are killed
-	return &processCluster{servers: servers, links: l, clients: spec.Clients}, nil
+	return &processCluster{servers: servers, replicas: replicas, links: l, clients: spec.Clients}, nil
 }
 
 func persistence(p Persistence) redistest.Persistence {
@@ -39,9 +45,11 @@ func persistence(p Persistence) redistest.Persistence {
 }
 
 type processCluster struct {
-	servers []*redistest.Server
-	links   *links
-	clients int
+	mu       sync.Mutex // guards servers and replicas, which Failover swaps
+	servers  []*redistest.Server
+	replicas map[int]*redistest.Server
+	links    *links
+	clients  int
 }
 
 func (c *processCluster) Backend() string           { return "process" }
@@ -49,17 +57,29 @@ func (c *processCluster) Size() int                 { return len(c.servers) }
 func (c *processCluster) Clients() int              { return c.clients }
 func (c *processCluster) Addrs(client int) []string { return c.links.addrs(client) }
 func (c *processCluster) Direct(node int) string {
-	if checkNode(c, node) != nil {
+	s, err := c.server(node)
+	if err != nil {
 		return ""
 	}
-	return c.servers[node].Addr()
+	return s.Addr()
+}
+
+// server returns the server that is the node now.
+func (c *processCluster) server(node int) (*redistest.Server, error) {
+	if err := checkNode(c, node); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.servers[node], nil
 }
 
 func (c *processCluster) signal(node int, f func(*redistest.Server) error) error {
-	if err := checkNode(c, node); err != nil {
+	s, err := c.server(node)
+	if err != nil {
 		return err
 	}
-	return f(c.servers[node])
+	return f(s)
 }
 
 func (c *processCluster) Kill(_ context.Context, node int) error {
@@ -82,7 +102,45 @@ func (c *processCluster) Start(ctx context.Context, node int, p Persistence) err
 	if err := c.signal(node, func(s *redistest.Server) error { return s.Restart(persistence(p)) }); err != nil {
 		return err
 	}
-	return waitReady(ctx, c.servers[node].Addr(), 10*time.Second)
+	return waitReady(ctx, c.Direct(node), 10*time.Second)
+}
+
+// replica returns the node's replica.
+func (c *processCluster) replica(node int) (*redistest.Server, error) {
+	if err := checkNode(c, node); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.replicas[node]
+	if !ok {
+		return nil, fmt.Errorf("cluster: node %d has no replica", node)
+	}
+	return r, nil
+}
+
+func (c *processCluster) DetachReplica(_ context.Context, node int) error {
+	r, err := c.replica(node)
+	if err != nil {
+		return err
+	}
+	return r.Promote()
+}
+
+func (c *processCluster) Failover(_ context.Context, node int) error {
+	r, err := c.replica(node)
+	if err != nil {
+		return err
+	}
+	if err := c.links.repoint(node, r.Addr()); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	old := c.servers[node]
+	c.servers[node] = r
+	delete(c.replicas, node)
+	c.mu.Unlock()
+	return old.Kill()
 }
 
 func (c *processCluster) Impair(ctx context.Context, l Link, imp Impairment) error {
@@ -92,8 +150,9 @@ func (c *processCluster) Impair(ctx context.Context, l Link, imp Impairment) err
 func (c *processCluster) Heal(ctx context.Context, l Link) error { return c.links.heal(ctx, l) }
 
 func (c *processCluster) JumpClock(ctx context.Context, node int, d time.Duration) (int, error) {
-	if err := checkNode(c, node); err != nil {
+	s, err := c.server(node)
+	if err != nil {
 		return 0, err
 	}
-	return jumpClock(ctx, c.servers[node].Addr(), d)
+	return jumpClock(ctx, s.Addr(), d)
 }

@@ -29,6 +29,10 @@ func style(kind string) kindStyle {
 		return kindStyle{"#2471a3", "clock jump"}
 	case "restarted":
 		return kindStyle{"#1e8449", "started again"}
+	case "replica detached":
+		return kindStyle{"#48c9b0", "replica detached (lags from here)"}
+	case "failover":
+		return kindStyle{"#117864", "failover to the replica"}
 	}
 	return kindStyle{"#7f8c8d", kind}
 }

@@ -4,5 +4,7 @@ package scenario
 func All() []*Scenario {
 	out := []*Scenario{noFaults(), minorityKilled(), majorityKilled()}
 	out = append(out, restarts()...)
-	return append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension(), clientPauseUnguarded())
+	out = append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension())
+	out = append(out, failovers()...)
+	return append(out, clientPauseUnguarded())
 }

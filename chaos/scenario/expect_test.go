@@ -52,10 +52,10 @@ func TestExpectations_FailWhenTheOutcomeIsWrong(t *testing.T) {
 		{"10", paused(true, redlock.ErrLockLost), true}, // its late write got through
 		{"10", paused(false, nil), true},                // it was never told
 		{"10", func(r *Result) { paused(false, redlock.ErrLockLost)(r); r.C4.NoTTL = []check.KeyState{{Key: "k"}} }, true},
-		{"13", func(r *Result) { paused(true, redlock.ErrLockLost)(r); r.C3.Stale = r.Record.Writes }, false},
-		{"13", paused(true, redlock.ErrLockLost), true},                                                                 // C3 did not fire
-		{"13", func(r *Result) { paused(false, redlock.ErrLockLost)(r); r.C3.Rejected = 1 }, true},                      // the store refused
-		{"13", func(r *Result) { paused(true, nil)(r); r.C3.Stale = []history.Write{{Hold: 7, Accepted: true}} }, true}, // C3 flagged another hold
+		{"14", func(r *Result) { paused(true, redlock.ErrLockLost)(r); r.C3.Stale = r.Record.Writes }, false},
+		{"14", paused(true, redlock.ErrLockLost), true},                                                                 // C3 did not fire
+		{"14", func(r *Result) { paused(false, redlock.ErrLockLost)(r); r.C3.Rejected = 1 }, true},                      // the store refused
+		{"14", func(r *Result) { paused(true, nil)(r); r.C3.Stale = []history.Write{{Hold: 7, Accepted: true}} }, true}, // C3 flagged another hold
 	}
 	for _, tt := range tests {
 		r := clean(byID[tt.id])

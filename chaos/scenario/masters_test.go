@@ -37,9 +37,13 @@ func TestMasters_ReadTheFenceAndBoundTheValidityOfALock(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// n0 counts ahead of n1-n3, so a quorum with n0 raises the others; n4
-	// counts far ahead and answers late, outside any quorum.
+	// counts far ahead and answers late, outside any quorum. The counters
+	// are set above the masters' clock seed (milliseconds times 1024): a
+	// master's first acquire starts its fence epoch there, and takes lower
+	// counters for left over from data it did not count.
+	base := (time.Now().UnixMilli() + 60_000) * 1024
 	for n, counter := range []int64{500, 100, 100, 100, 1_000_000} {
-		set(n, counter)
+		set(n, base+counter)
 	}
 	require.NoError(t, c.Impair(ctx, cluster.Link{Client: 0, Node: 4}, cluster.Latency(150*time.Millisecond, 0)))
 
@@ -59,7 +63,7 @@ func TestMasters_ReadTheFenceAndBoundTheValidityOfALock(t *testing.T) {
 	assert.Equal(t, l.Fence(), fence)
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, holding)
 	late, _ := evalOn(ctx, map[int]string{4: c.Direct(4)}, counterIfHeld, []any{key, fenceKey(key)}, l.Token())[4]
-	assert.Equal(t, int64(1_000_001), late, "n4 holds the token with a counter of its own, which is not the fence")
+	assert.Equal(t, base+1_000_001, late, "n4 holds the token with a counter of its own, which is not the fence")
 
 	e := &Env{Cluster: c, History: h}
 	bound, err := validityBound(ctx, e, key, l.Token(), []int{0, 1, 2, 3}, ttl)

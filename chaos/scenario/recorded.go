@@ -144,6 +144,24 @@ func (r *recorded) JumpClock(ctx context.Context, node int, d time.Duration) (in
 	return n, err
 }
 
+func (r *recorded) DetachReplica(ctx context.Context, node int) error {
+	if err := r.Cluster.DetachReplica(ctx, node); err != nil {
+		return err
+	}
+	r.h.Instant(node, "replica detached", fmt.Sprintf("n%d's replica detached", node))
+	return nil
+}
+
+// Failover records the move as an instant: the old master is gone for good,
+// and the node lives on in its replica.
+func (r *recorded) Failover(ctx context.Context, node int) error {
+	if err := r.Cluster.Failover(ctx, node); err != nil {
+		return err
+	}
+	r.h.Instant(node, "failover", fmt.Sprintf("n%d failed over to its replica", node))
+	return nil
+}
+
 // healAll removes every impairment still in place and resumes every paused
 // master. Masters left down stay down: that may be the point.
 func (r *recorded) healAll(ctx context.Context) error {

@@ -46,7 +46,7 @@ func direct(c cluster.Cluster) []string {
 // that went otherwise than expected is a Result with Problems.
 func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64, stores *Stores) (*Result, error) {
 	began := time.Now()
-	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence})
+	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence, Replicas: s.Replicas})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ type Scenario struct {
 	// returns.
 	Run         time.Duration
 	Persistence cluster.Persistence
+	// Replicas are the masters that get a replica, for a failover.
+	Replicas []int
 	// Guard leaves the restart guard on, as the library's default does.
 	// Scenarios that are not about restarts turn it off so that freshly
 	// started masters vote at once.

@@ -75,6 +75,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	log := newLogger(a.stderr, cfg.verbose)
 	where := fmt.Sprintf("%d masters", len(addrs))
 	var extra []redlock.Option
 	if len(addrs) == 0 {
@@ -88,8 +89,9 @@ func runBench(ctx context.Context, a *app, args []string) error {
 			// See runDemo: these masters cannot report their uptime.
 			extra = append(extra, redlock.WithRestartGuard(0))
 		}
+		extra = append(extra, embeddedOptions(log)...)
 	}
-	c, err := cfg.newClient(addrs, newLogger(a.stderr, cfg.verbose), extra...)
+	c, err := cfg.newClient(addrs, log, extra...)
 	if err != nil {
 		return err
 	}

@@ -94,11 +94,12 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 		d.masters, addrs = e, e.addrs
 		// The in-process masters keep their data when the demo restarts
 		// them, like Redis with appendfsync always, so no quarantine is due.
-		// Nor could the guard work: miniredis's INFO has no uptime, and the
-		// guard would warn about every master and trust it anyway.
+		// Nor could the guard work: miniredis's INFO has no uptime or role,
+		// so they vote only if trusted unread.
 		if cfg.restartGuard.auto {
 			extra = append(extra, redlock.WithRestartGuard(0))
 		}
+		extra = append(extra, embeddedOptions(d.log)...)
 	}
 	return d.run(ctx, addrs, extra)
 }

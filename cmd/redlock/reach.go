@@ -21,11 +21,12 @@ func checkQuorum(ctx context.Context, c *redlock.Client, key string) error {
 }
 
 // votes sorts st's masters into those whose vote counts, those that did not
-// answer, and those the restart guard holds in quarantine.
+// answer, and those the guard keeps out (a restart, a failover, a replica,
+// an eviction policy, an unreadable INFO).
 type votes struct {
 	voting      int
 	down        []string // "addr: error"
-	quarantined []string // "addr (up 3s)"
+	quarantined []string // "addr (up 3s): why"
 }
 
 func countVotes(st *redlock.Status) votes {
@@ -35,7 +36,7 @@ func countVotes(st *redlock.Status) votes {
 		case n.Err != nil:
 			v.down = append(v.down, fmt.Sprintf("%s: %v", n.Addr, n.Err))
 		case n.Quarantined:
-			v.quarantined = append(v.quarantined, fmt.Sprintf("%s (up %v)", n.Addr, n.Uptime))
+			v.quarantined = append(v.quarantined, fmt.Sprintf("%s (up %v): %s", n.Addr, n.Uptime, n.Distrust))
 		default:
 			v.voting++
 		}
@@ -54,7 +55,7 @@ func quorumVotes(st *redlock.Status) error {
 		msg += "; no answer from " + strings.Join(v.down, "; ")
 	}
 	if len(v.quarantined) > 0 {
-		msg += "; restarted too recently, in the restart guard's quarantine: " + strings.Join(v.quarantined, ", ") +
+		msg += "; kept out by the restart guard's quarantine or its checks: " + strings.Join(v.quarantined, "; ") +
 			" (see --restart-guard)"
 	}
 	return fail(exitError, "%s", msg)

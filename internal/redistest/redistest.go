@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -68,6 +67,13 @@ func Start(tb testing.TB, n int, p Persistence, extra ...string) []*Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return StartWith(tb, bin, n, p, extra...)
+}
+
+// StartWith is Start with the redis-server binary at bin, such as Redis 6.0
+// (see Binary60).
+func StartWith(tb testing.TB, bin string, n int, p Persistence, extra ...string) []*Server {
+	tb.Helper()
 	servers := make([]*Server, 0, n)
 	tb.Cleanup(func() {
 		for _, s := range servers {
@@ -185,34 +191,15 @@ func ping(addr string) error {
 // Uptime is the server's uptime_in_seconds from INFO server, as Redis gives
 // it: whole seconds, and up to one ahead of the time really passed.
 func (s *Server) Uptime() (int, error) {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	f, err := s.Info("server")
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
-		return 0, err
+	v, ok := f["uptime_in_seconds"]
+	if !ok {
+		return 0, errors.New("INFO server has no uptime_in_seconds")
 	}
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if !strings.HasPrefix(head, "$") || err != nil {
-		return 0, fmt.Errorf("INFO: unexpected reply %q", head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\r\n") {
-		if v, ok := strings.CutPrefix(line, "uptime_in_seconds:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, errors.New("INFO server has no uptime_in_seconds")
+	return strconv.Atoi(v)
 }
 
 func (s *Server) logTail() string {

@@ -43,3 +43,51 @@ func TestServer_Uptime(t *testing.T) {
 	_, err = s.Uptime()
 	assert.Error(t, err, "a killed server has no uptime")
 }
+
+func TestReplica_FollowsThenLagsOncePromoted(t *testing.T) {
+	m := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	r := redistest.StartReplica(t, m)
+	_, err := m.Do("SET", "before", "v")
+	require.NoError(t, err)
+	require.NoError(t, redistest.WaitReplicated(m, r, 5*time.Second))
+	v, err := r.Do("GET", "before")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+
+	require.NoError(t, r.Promote())
+	_, err = m.Do("SET", "after", "v")
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	_, err = r.Do("GET", "after")
+	assert.ErrorIs(t, err, redistest.ErrNil, "a promoted replica no longer follows")
+	f, err := r.Info("replication")
+	require.NoError(t, err)
+	assert.Equal(t, "master", f["role"])
+	m0, err := m.Info("replication")
+	require.NoError(t, err)
+	assert.Equal(t, m0["master_replid"], f["master_replid2"], "it keeps its old master's history as master_replid2")
+}
+
+func TestForwarder_RepointClosesOpenConnections(t *testing.T) {
+	srv := redistest.Start(t, 2, redistest.Ephemeral)
+	_, err := srv[1].Do("SET", "where", "second")
+	require.NoError(t, err)
+	f := redistest.NewForwarder(t, srv[0].Addr())
+	c, err := net.DialTimeout("tcp", f.Addr(), time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	_, err = c.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", string(buf[:n]))
+
+	f.Repoint(srv[1].Addr())
+	_, err = c.Read(buf)
+	assert.Error(t, err, "the open connection is closed")
+	v, err := redistest.DoAt(f.Addr(), "GET", "where")
+	require.NoError(t, err)
+	assert.Equal(t, "second", v, "a new connection reaches the new target")
+}

@@ -1,19 +1,21 @@
 -- Acquires a lock, or adds a hold to a reentrant lock of the same owner.
 -- KEYS[1] lock, KEYS[2] its fencing counter, KEYS[3] the node's fence floor,
--- KEYS[4] this attempt's tombstone
+-- KEYS[4] this attempt's tombstone, KEYS[5] the node's fence stamp
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
 -- ARGV[3] owner of a reentrant lock or '' for a plain one,
 -- ARGV[4] how long a new fencing counter is kept, in ms,
 -- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
 -- where it holds the key, the key passes to this token at once, never free
--- in between.
+-- in between,
+-- ARGV[6] the master's identity as the client knows it, or '' (see
+-- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
 -- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder}
 -- when it does not (PTTL -3 when the attempt was already rolled
 -- back here). The holder is the token of a plain lock, "owner:<owner>" of a
 -- reentrant one; contenders that split the votes compare them.
-local lock, ckey, floor, void = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, ttl, owner, keep, from = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, ttl, owner, keep, from, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 -- voided: the attempt was rolled back before this request arrived, so it
 -- must not land. Checked only where the request would change something.
@@ -27,17 +29,17 @@ if owner == '' then
       redis.call('DEL', lock)
       return {0, -3}
     end
-    return {1, bump(ckey, floor, keep)}
+    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint))}
   end
   local v = redis.pcall('GET', lock)
   if from ~= '' and v == from then
     if voided() then return {0, -3, v} end
     redis.call('SET', lock, token, 'PX', ttl)
-    return {1, bump(ckey, floor, keep), 1}
+    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint)), 1}
   end
   -- A retried request that already took effect here.
   if v == token then
-    return {1, counter(ckey, floor)}
+    return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
   end
   if type(v) ~= 'string' then v = '?' end
   return {0, redis.call('PTTL', lock), v}
@@ -48,13 +50,13 @@ if kind == 'none' then
   if voided() then return {0, -3} end
   redis.call('HSET', lock, 'owner', owner, 'hold:' .. token, 1)
   redis.call('PEXPIRE', lock, ttl)
-  return {1, bump(ckey, floor, keep)}
+  return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint))}
 end
 if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
   if voided() then return {0, -3} end
   redis.call('HSET', lock, 'hold:' .. token, 1)
   if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
-  return {1, counter(ckey, floor)}
+  return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
 end
 local holder = '?'
 if kind == 'hash' then holder = 'owner:' .. (redis.call('HGET', lock, 'owner') or '?') end

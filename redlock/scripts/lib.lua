@@ -19,10 +19,15 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- The node's fence floor is the one member of a sorted set, raised with
--- ZADD GT: at least every fence the node ever counted, in one call.
+-- The node's fence floor is the one member of a sorted set: at least every
+-- fence the node ever counted. It is raised by comparing in Lua rather than
+-- with ZADD GT, which Redis 6.0 lacks.
 local function raiseFloor(floor, c)
-  redis.call('ZADD', floor, 'GT', int(c), 'floor')
+  c = tonumber(c)
+  local f = redis.call('ZSCORE', floor, 'floor')
+  if not f or tonumber(f) < c then
+    redis.call('ZADD', floor, int(c), 'floor')
+  end
 end
 
 -- clockSeed is where a node with no floor starts: its clock, in milliseconds
@@ -42,12 +47,84 @@ local function floorOf(floor)
   return clockSeed()
 end
 
+-- fenceEpoch makes sure the node's fence data was counted by this very
+-- server, and returns the epoch it counts in: a counter at or below the epoch
+-- is stale. stamp is the key that names who counted, hint is the identity
+-- ("<run_id> <master_replid>") the client last read from this master, or ''.
+--
+-- Why. Fences rest on every master keeping its counters (see fence.go). A
+-- master's data can be replaced by an older copy without the master being
+-- empty: a replica promoted in a failover holds what had reached it, which
+-- may lack the last grants and fence raises; a restart reloads an RDB or AOF
+-- file, which may be older than the last writes. Its counters for a key can
+-- then be below a fence already handed out, and a later quorum that meets
+-- the earlier one only there would hand out a smaller fence. Keeping the
+-- node out of the quorum for a while does not help: the counters stay old.
+--
+-- How. The stamp holds "<run_id> <master_replid> <epoch> <uptime>", written
+-- with redis.set_repl(redis.REPL_NONE): it never reaches a replica through
+-- replication, nor the AOF. A copy can still travel in an RDB file (a full
+-- sync, a restart), but it then names another process: run_id is new for
+-- every process start, and master_replid changes when a replica is promoted
+-- (also when a demoted master that kept its data is promoted again). So a
+-- stamp that names this master's run_id and master_replid was written by
+-- this master, on its own data, and every write since went through it. On
+-- any other stamp, or none, the master starts a new epoch: its clock seed,
+-- as a master that lost its data does. The floor is raised to it, and a key
+-- counter at or below it is treated as absent: its next fence comes from
+-- the floor. All of that takes effect before any counter is read.
+--
+-- Proof that fences keep growing across such a replacement. Say fence f was
+-- handed out for a key before master m's data was replaced, and m then grants
+-- the key in a quorum Q. Before m's counter counts, the first script on the
+-- new data finds a stamp that does not name it and starts epoch E, the clock
+-- seed at that moment. Every fence handed out before then, f included, was
+-- counted on some master from a clock seed plus fewer than 1024 per
+-- millisecond, so it is below E as long as m's clock is not behind that
+-- master's by more than the time between the two. After the reseed m's floor
+-- is >= E and its counters for the key are > E: INCR of a counter > E, or
+-- the floor's next value. So m reports more than f, and Q's fence, the
+-- largest of Q's counters, is > f. Masters whose data was not replaced are
+-- covered by the argument in fence.go. A reseed only ever makes fences
+-- jump, so one done where none was needed (a replication ID changed after a
+-- replica was gone an hour, say) is harmless.
+--
+-- Cost. The stamp is one GET, compared with the client's hint. Only when
+-- the two differ (a new connection, a new master, no hint) does the script
+-- read INFO itself. If INFO is denied to the client's user, the script
+-- cannot tell and returns epoch 0: nothing is stale. The client does not
+-- let such a master vote unless told to trust it.
+local function fenceEpoch(stamp, floor, hint)
+  local s = redis.call('GET', stamp)
+  local id, epoch
+  if s then id, epoch = string.match(s, '^(%S+ %S+) (%d+)') end
+  if id and id == hint then return tonumber(epoch) end
+  local server = redis.pcall('INFO', 'server')
+  local repl = redis.pcall('INFO', 'replication')
+  if type(server) ~= 'string' or type(repl) ~= 'string' then return 0 end
+  local run = string.match(server, 'run_id:(%x+)')
+  local up = string.match(server, 'uptime_in_seconds:(%d+)')
+  local replid = string.match(repl, 'master_replid:(%x+)')
+  if not run or not up or not replid or string.match(repl, 'role:(%a+)') ~= 'master' then
+    return 0
+  end
+  local self = run .. ' ' .. replid
+  if id == self then return tonumber(epoch) end
+  local e = clockSeed()
+  raiseFloor(floor, e)
+  redis.set_repl(redis.REPL_NONE)
+  redis.call('SET', stamp, self .. ' ' .. int(e) .. ' ' .. up)
+  redis.set_repl(redis.REPL_ALL)
+  return e
+end
+
 -- bump counts a grant: the key's counter moves on. A counter that did not
--- exist (new, or dropped after its retention) takes the floor's next value,
--- one above everything this node ever counted, and lives for keep ms.
-local function bump(ckey, floor, keep)
+-- exist (new, or dropped after its retention), or one left from before the
+-- epoch, takes the floor's next value, one above everything this node ever
+-- counted, and lives for keep ms.
+local function bump(ckey, floor, keep, epoch)
   local c = redis.call('INCR', ckey)
-  if c ~= 1 then
+  if c ~= 1 and c > epoch + 1 then
     raiseFloor(floor, c)
     return c
   end
@@ -61,9 +138,9 @@ local function bump(ckey, floor, keep)
 end
 
 -- counter returns the key's fencing counter, or the node's floor if the
--- counter was dropped.
-local function counter(ckey, floor)
-  local c = redis.call('GET', ckey)
-  if c then return tonumber(c) end
+-- counter was dropped or is from before the epoch.
+local function counter(ckey, floor, epoch)
+  local c = tonumber(redis.call('GET', ckey))
+  if c and c > epoch then return c end
   return floorOf(floor)
 end

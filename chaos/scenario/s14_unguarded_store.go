@@ -1,12 +1,12 @@
 package scenario
 
-// clientPauseUnguarded is scenario 13, the negative control of C3:
+// clientPauseUnguarded is scenario 14, the negative control of C3:
 // scenario 10's story, a holder frozen past its TTL that writes late, with
 // a fenced store whose writes skip the guard. The database accepts the
 // late write, and C3 must flag it as stale; it must flag nothing else.
 func clientPauseUnguarded() *Scenario {
 	s := clientPause()
-	s.ID, s.Name = "13", "client-pause-unguarded"
+	s.ID, s.Name = "14", "client-pause-unguarded"
 	s.Shows = "scenario 10 with a fenced store whose writes skip the guard: the negative control of C3"
 	s.Expected = "C3 MUST find the frozen holder's late write accepted as stale"
 	s.Unguarded = true
