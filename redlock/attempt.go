@@ -275,7 +275,7 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 	default:
 		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
 		if len(res.Abstained) > 0 {
-			why += fmt.Sprintf(", %d more in restart quarantine", len(res.Abstained))
+			why += fmt.Sprintf(", %d more kept out by the restart guard", len(res.Abstained))
 			if len(res.Yes)+len(res.Abstained) >= c.quorum {
 				quarantine = c.quarantined(res.Abstained, window)
 			}
@@ -298,14 +298,21 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
 }
 
-// quarantined explains why the masters given did not vote.
+// quarantined explains why the masters given did not vote: each with the
+// guard's reason (a restart, a promotion, an eviction policy, state it
+// cannot read).
 func (c *Client) quarantined(masters []int, window time.Duration) error {
-	names := make([]string, len(masters))
+	now := c.o.clock.Now()
+	why := make([]string, len(masters))
 	for j, i := range masters {
-		names[j] = c.nodes[i].addr()
+		reason := c.nodes[i].health().distrust(now, window)
+		if reason == "" {
+			reason = "out of the quorum" // trusted again since the vote
+		}
+		why[j] = c.nodes[i].addr() + ": " + reason
 	}
-	return fmt.Errorf("%w: %s restarted less than the guard window of %v ago; they vote again once up that long (a fresh cluster waits one window; the window grows with the longest TTL this client used, see WithRestartGuard)",
-		ErrQuarantined, strings.Join(names, ", "), window)
+	return fmt.Errorf("%w: %s (guard window %v; a fresh cluster waits one window, and the window grows with the longest TTL this client used, see WithRestartGuard)",
+		ErrQuarantined, strings.Join(why, "; "), window)
 }
 
 // rollback deletes the attempt's token on every master it may have reached

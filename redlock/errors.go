@@ -33,10 +33,11 @@ var (
 // ErrQuarantined comes inside ErrNotObtained when masters that granted the
 // lock were kept from voting by the restart guard, and their votes would
 // have made the quorum: they restarted, or were promoted, less than the
-// guard window ago. It is not contention: nobody need hold the key. A
-// freshly started cluster refuses every lock this way for one window, and
-// one long TTL widens the window for the whole client (see WithRestartGuard).
-// The error's text names the masters and the window.
+// guard window ago, or cannot be trusted at all (a replica, an evicting
+// master, one whose state cannot be read). It is not contention: nobody need
+// hold the key. A freshly started cluster refuses every lock this way for
+// one window, and one long TTL widens the window for the whole client (see
+// WithRestartGuard). The error's text names each master and why.
 var ErrQuarantined = errors.New("redlock: masters in restart quarantine")
 
 // ErrMisconfigured comes inside ErrNotObtained when so many masters refuse

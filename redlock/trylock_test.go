@@ -107,6 +107,7 @@ func TestTryLock_QuarantinedMastersDoNotVote(t *testing.T) {
 			if !tc.ok {
 				require.ErrorIs(t, err, ErrNotObtained)
 				assert.Contains(t, err.Error(), "restart quarantine")
+				assert.ErrorIs(t, err, ErrQuarantined)
 				require.NoError(t, c.Close())
 				for i, f := range fakes {
 					assert.NotEmpty(t, f.callsOf("release"), "master %d: rolled back, quarantined or not", i)
