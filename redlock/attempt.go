@@ -275,7 +275,7 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 	default:
 		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
 		if len(res.Abstained) > 0 {
-			why += fmt.Sprintf(", %d more kept out by the restart guard", len(res.Abstained))
+			why += fmt.Sprintf(", %d more kept out by the restart guard (restart quarantine, or a master it cannot trust)", len(res.Abstained))
 			if len(res.Yes)+len(res.Abstained) >= c.quorum {
 				quarantine = c.quarantined(res.Abstained, window)
 			}
