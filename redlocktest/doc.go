@@ -23,6 +23,8 @@
 //   - They answer INFO without the uptime, run_id and role the client's
 //     restart guard reads, so the client is told to trust them unread
 //     (redlock.WithTrustUnreadable): a client over real masters must not be.
+//   - Release announcements reach waiters over pub/sub, as on Redis, so a
+//     Lock waiting for a key returns as soon as its holder releases it.
 //   - Scripts run atomically, as on Redis, but a lock costs far more time
 //     than on Redis: these masters are for checking behaviour, not speed.
 package redlocktest

@@ -172,3 +172,32 @@ func TestMasters_NoMasters_FailsTheTest(t *testing.T) {
 		})
 	}
 }
+
+func TestMasters_ReleaseWakesAWaiter(t *testing.T) {
+	ctx := context.Background()
+	c, masters := redlocktest.Masters(t, 3)
+	l, err := c.TryLock(ctx, "k", time.Minute)
+	require.NoError(t, err)
+
+	// The waiter's backoff alone would not retry before its ctx ends: only
+	// the release announcement, over pub/sub, can wake it in time.
+	waiter := masters.Client(redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		w, err := waiter.Lock(wctx, "k", time.Minute)
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let the waiter try once and subscribe
+	require.NoError(t, l.Release(ctx))
+	select {
+	case err := <-got:
+		assert.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter never returned")
+	}
+}
