@@ -15,18 +15,18 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// masters is a set of in-process Redis-protocol masters (miniredis) on
+// inProcess is a set of in-process Redis-protocol masters (miniredis) on
 // loopback, so that the examples run, and their output is checked, where no
 // Redis runs. Package redlocktest offers the same to tests.
-type masters struct {
+type inProcess struct {
 	ms    []*miniredis.Miniredis
 	addrs []string
 }
 
 // startMasters starts n masters on free ports. Their keys expire in real
 // time, as on Redis.
-func startMasters(n int) *masters {
-	m := &masters{}
+func startMasters(n int) *inProcess {
+	m := &inProcess{}
 	for range n {
 		r := miniredis.NewMiniRedis()
 		r.ClockTTL(true)
@@ -40,14 +40,15 @@ func startMasters(n int) *masters {
 	return m
 }
 
-func (m *masters) stop() {
+// stop closes every master and its connections.
+func (m *inProcess) stop() {
 	for _, r := range m.ms {
 		r.Close()
 	}
 }
 
 func Example() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
@@ -72,7 +73,7 @@ func Example() {
 }
 
 func ExampleClient_Do() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
@@ -105,7 +106,7 @@ func chargeInvoice(ctx context.Context, id int, fence int64) error {
 }
 
 func ExampleClient_TryLock() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
@@ -137,7 +138,7 @@ func ExampleClient_TryLock() {
 // than the highest it has seen, so a holder that lost its lock cannot
 // overwrite the next holder's work.
 func ExampleLock_Fence() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
@@ -165,7 +166,7 @@ func ExampleLock_Fence() {
 }
 
 func ExampleWithOwner() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
@@ -202,7 +203,7 @@ func ExampleWithOwner() {
 }
 
 func ExampleWithAutoExtend() {
-	masters := startMasters(5) // in-process masters, for the example
+	masters := startMasters(5) // for the example; in production, your masters' addresses
 	defer masters.stop()
 	c, err := redlock.NewFromAddrs(masters.addrs,
 		// What in-process masters need, not advice for real ones: they
