@@ -65,10 +65,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
-	fmt.Println("held for", l.Validity().Round(time.Second))
+	fmt.Println("valid for more than 9s of 10s:", l.Validity() > 9*time.Second)
 	fmt.Println("fenced:", l.Fence() > 0)
 	// Output:
-	// held for 10s
+	// valid for more than 9s of 10s: true
 	// fenced: true
 }
 
