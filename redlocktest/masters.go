@@ -32,13 +32,12 @@ type Group struct {
 // cannot be built.
 //
 // The client trusts the masters though it cannot read their state, which
-// they do not report (see the package documentation); gives each master a
-// node timeout of DefaultNodeTimeout, since these masters answer far more
-// slowly than Redis, above all under the race detector on a busy machine;
-// and logs what it reports at warning level and above through t.Log. opts
-// come after those and may override them, for example with
-// redlock.WithLogger. As on any client, a lock's node timeout is at most a
-// tenth of its TTL, so TTLs below a second in tests may see masters time out.
+// they do not report (see the package documentation); waits up to
+// DefaultNodeTimeout for each master; and logs what it reports at warning
+// level and above through t.Log. opts come after those and may override
+// them, for example with redlock.WithLogger. As on any client, a lock's node
+// timeout is at most a tenth of its TTL: give locks in tests TTLs of a
+// second or more.
 func Masters(t testing.TB, n int, opts ...redlock.Option) (*redlock.Client, *Group) {
 	t.Helper()
 	if n < 1 {
@@ -67,7 +66,16 @@ func Masters(t testing.TB, n int, opts ...redlock.Option) (*redlock.Client, *Gro
 // goroutine: it fails the test if the client cannot be built.
 func (g *Group) Client(opts ...redlock.Option) *redlock.Client {
 	g.t.Helper()
-	all := append([]redlock.Option{redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(DefaultNodeTimeout), redlock.WithLogger(testLogger(g.t))}, opts...)
+	all := append([]redlock.Option{
+		// miniredis reports no uptime, run_id or role: the guard cannot
+		// read it, and keeps out a master it cannot read unless trusted.
+		redlock.WithTrustUnreadable(),
+		// A miniredis master runs each script in a Lua interpreter written
+		// in Go; under the race detector on a busy machine its answers
+		// often take longer than redlock's 50ms.
+		redlock.WithNodeTimeout(DefaultNodeTimeout),
+		redlock.WithLogger(testLogger(g.t)),
+	}, opts...)
 	c, err := redlock.NewFromAddrs(g.Addrs(), all...)
 	if err != nil {
 		g.t.Fatalf("redlocktest: a client over the in-process masters: %v", err)
