@@ -7,6 +7,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/pool"
@@ -98,7 +99,13 @@ func ExampleNew_errors() {
 
 // Get a connection within a ctx, use it, and give it back with Close.
 func ExampleRedis_Get() {
-	p, err := pool.New("127.0.0.1:6379")
+	master, err := miniredis.Run() // an in-process master, for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer master.Close()
+
+	p, err := pool.New(master.Addr())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,13 +122,20 @@ func ExampleRedis_Get() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(pong, p.Dials())
+	fmt.Println(pong, "after", p.Dials(), "dial")
+	// Output: PONG after 1 dial
 }
 
 // Dial opens a connection of one's own, outside the pool, for a long-lived
 // use such as a subscription.
 func ExampleRedis_Dial() {
-	p, err := pool.New("127.0.0.1:6379")
+	master, err := miniredis.Run() // an in-process master, for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer master.Close()
+
+	p, err := pool.New(master.Addr())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -138,4 +152,11 @@ func ExampleRedis_Dial() {
 	if err := psc.Subscribe("events"); err != nil {
 		log.Fatal(err)
 	}
+	switch v := psc.ReceiveContext(ctx).(type) {
+	case redis.Subscription:
+		fmt.Println(v.Kind, v.Channel)
+	case error:
+		log.Fatal(v)
+	}
+	// Output: subscribe events
 }

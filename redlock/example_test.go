@@ -7,39 +7,53 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"os"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// addrs reads the masters of the examples from REDLOCK_NODES, as the
-// redlock command does; by default the five of the repository's
-// docker-compose.yml.
-func addrs() []string {
-	if s := os.Getenv("REDLOCK_NODES"); s != "" {
-		return splitComma(s)
-	}
-	return []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005"}
+// inProcess is a set of in-process Redis-protocol masters (miniredis) on
+// loopback, so that the examples run, and their output is checked, where no
+// Redis runs. Package redlocktest offers the same to tests.
+type inProcess struct {
+	ms    []*miniredis.Miniredis
+	addrs []string
 }
 
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			if i > start {
-				out = append(out, s[start:i])
-			}
-			start = i + 1
+// startMasters starts n masters on free ports. Their keys expire in real
+// time, as on Redis.
+func startMasters(n int) *inProcess {
+	m := &inProcess{}
+	for range n {
+		r := miniredis.NewMiniRedis()
+		r.ClockTTL(true)
+		if err := r.Start(); err != nil {
+			m.stop()
+			log.Fatal(err)
 		}
+		m.ms = append(m.ms, r)
+		m.addrs = append(m.addrs, r.Addr())
 	}
-	return out
+	return m
+}
+
+// stop closes every master and its connections.
+func (m *inProcess) stop() {
+	for _, r := range m.ms {
+		r.Close()
+	}
 }
 
 func Example() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,11 +65,20 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
-	fmt.Println("held for", l.Validity().Round(time.Second), "with fence", l.Fence())
+	fmt.Println("valid for more than 9s of 10s:", l.Validity() > 9*time.Second)
+	fmt.Println("fenced:", l.Fence() > 0)
+	// Output:
+	// valid for more than 9s of 10s: true
+	// fenced: true
 }
 
 func ExampleClient_Do() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,13 +93,25 @@ func ExampleClient_Do() {
 	if errors.Is(err, redlock.ErrLockLost) {
 		log.Print("the lock was lost while charging; check the invoice")
 	}
+	fmt.Println("charged:", err == nil)
+	// Output:
+	// charging invoice 42, fenced: true
+	// charged: true
 }
 
 // chargeInvoice stands for a write to a resource that refuses stale fences.
-func chargeInvoice(ctx context.Context, id int, fence int64) error { return ctx.Err() }
+func chargeInvoice(ctx context.Context, id int, fence int64) error {
+	fmt.Printf("charging invoice %d, fenced: %v\n", id, fence > 0)
+	return ctx.Err()
+}
 
 func ExampleClient_TryLock() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,36 +123,55 @@ func ExampleClient_TryLock() {
 	case errors.Is(err, redlock.ErrQuarantined), errors.Is(err, redlock.ErrMisconfigured):
 		log.Fatal(err) // nobody holds it: masters sit out a restart window, or refuse the lock's commands
 	case errors.Is(err, redlock.ErrNotObtained):
-		return // another worker runs it
+		fmt.Println("another worker runs it")
+		return
 	case err != nil:
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
 	// ... the job, finished well before l.Until() ...
+	fmt.Println("cleaning up")
+	// Output: cleaning up
 }
 
 // Fencing: the protected resource refuses writes that carry a fence lower
 // than the highest it has seen, so a holder that lost its lock cannot
 // overwrite the next holder's work.
 func ExampleLock_Fence() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
 	ctx := context.Background()
-	l, err := c.Lock(ctx, "account:7", 5*time.Second)
+	first, err := c.Lock(ctx, "account:7", 5*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer l.Release(ctx)
 	// e.g. UPDATE accounts SET balance = $1, fence = $2 WHERE id = 7 AND fence <= $2
-	fmt.Println("write with fence", l.Fence())
+	first.Release(ctx)
+	next, err := c.Lock(ctx, "account:7", 5*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer next.Release(ctx)
+	fmt.Println("the next holder's fence is higher:", next.Fence() > first.Fence())
+	// Output: the next holder's fence is higher: true
 }
 
 func ExampleWithOwner() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -134,28 +188,45 @@ func ExampleWithOwner() {
 		log.Fatal(err)
 	}
 	inner.Release(ctx) // still held by the outer hold
+	_, err = c.TryLock(ctx, "batch:9", time.Second)
+	fmt.Println("held by the outer hold:", errors.Is(err, redlock.ErrNotObtained))
+
 	outer.Release(ctx) // freed; waiters are woken
+	l, err := c.TryLock(ctx, "batch:9", time.Second)
+	fmt.Println("free after the outer release:", err == nil)
+	if err == nil {
+		l.Release(ctx)
+	}
+	// Output:
+	// held by the outer hold: true
+	// free after the outer release: true
 }
 
 func ExampleWithAutoExtend() {
-	c, err := redlock.NewFromAddrs(addrs())
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.stop()
+	c, err := redlock.NewFromAddrs(masters.addrs,
+		// What in-process masters need, not advice for real ones: they
+		// report no state for the restart guard to read, and answer slowly.
+		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
 	ctx := context.Background()
-	l, err := c.Lock(ctx, "leader", 10*time.Second, redlock.WithAutoExtend())
+	l, err := c.Lock(ctx, "leader", time.Second, redlock.WithAutoExtend())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
 	select {
 	case <-l.Done():
-		log.Print("leadership lost: ", l.Err())
-	case <-time.After(time.Minute):
-		// a minute of leadership, extended every ~3s
+		fmt.Println("leadership lost:", l.Err())
+	case <-time.After(2500 * time.Millisecond):
+		fmt.Println("still the leader, 2.5 TTLs on") // extended every ~333ms
 	}
+	// Output: still the leader, 2.5 TTLs on
 }
 
 // New takes pools built with options of their own: here TLS with a
