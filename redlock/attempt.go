@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // maxKeepRounds bounds how often the winner of a split vote asks the masters
@@ -23,36 +24,43 @@ type outcome struct {
 	split bool          // nobody holds a quorum: retry soon, with jitter
 }
 
-// round is one fan-out of the acquire script with the attempt's token.
-// Its per-master slots are written by the fan-out's goroutines; read them
-// only for a master whose res.Done(i) is closed.
-type round struct {
-	res     *quorumlock.Result
-	grants  []grant
-	refused []bool
-	votes   []quorumlock.Vote
-	failed  []bool
-	errs    []error // why a master failed, when failed
+// round is one fan-out of the acquire script with the attempt's token: each
+// master's answer and vote, once it is in.
+type round struct{ res *fanout.Result[ask] }
+
+// ask is one master's answer to the acquire script in a round.
+type ask struct {
+	grant grant
+	err   error // why the master failed; nil when it granted or refused
 }
 
-// roundTally counts what every master that has answered said.
-type roundTally struct{ yes, abstained, refused, failed, silent int }
+// answer returns master i's answer and vote, and false while it is not in.
+func (r round) answer(i int) (ask, fanout.Vote, bool) {
+	rep, ok := r.res.Reply(i)
+	return rep.Value, rep.Vote, ok
+}
 
-func (r round) tally() roundTally {
-	var t roundTally
-	for i := range r.grants {
-		select {
-		case <-r.res.Done(i):
-		default:
-			t.silent++
-			continue
-		}
+// refused reports whether master i has answered that another holds the key.
+func (r round) refused(i int) bool {
+	a, _, ok := r.answer(i)
+	return ok && a.err == nil && !a.grant.ok
+}
+
+// roundCount counts what every master that has answered said.
+type roundCount struct{ yes, abstained, refused, failed, silent int }
+
+func (r round) count() roundCount {
+	var t roundCount
+	for i := range r.res.Nodes() {
+		a, v, ok := r.answer(i)
 		switch {
-		case r.failed[i]:
+		case !ok:
+			t.silent++
+		case a.err != nil:
 			t.failed++
-		case r.refused[i]:
+		case !a.grant.ok:
 			t.refused++
-		case r.votes[i] == quorumlock.Yes:
+		case v == fanout.Yes:
 			t.yes++
 		default:
 			t.abstained++
@@ -66,7 +74,7 @@ func (r round) tally() roundTally {
 func (c *Client) hearOut(r round, d time.Duration) {
 	t := c.o.clock.NewTimer(d)
 	defer t.Stop()
-	for i := range r.grants {
+	for i := range r.res.Nodes() {
 		select {
 		case <-r.res.Done(i):
 		case <-t.C():
@@ -106,7 +114,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		if !r.res.OK() && len(r.res.Yes) > 0 {
 			c.hearOut(r, timeout/5)
 		}
-		if r.res.OK() || len(rounds) > maxKeepRounds || !c.keeps(r, token) ||
+		if r.res.OK() || len(rounds) > maxKeepRounds || !c.wonSplit(r, token) ||
 			quorumlock.Validity(ttl, c.o.clock.Since(start)+timeout, c.o.drift) <= 0 {
 			break
 		}
@@ -116,29 +124,29 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		}
 	}
 	last := rounds[len(rounds)-1]
-	res, grants := last.res, last.grants
 
 	var fence int64
-	ok := res.OK()
+	var raised []int
+	ok := last.res.OK()
 	var fenceErr error
 	if ok {
-		fence, fenceErr = c.settleFence(ctx, req, res, grants, timeout)
+		fence, raised, fenceErr = c.settleFence(ctx, req, last, timeout)
 		ok = fenceErr == nil
 	}
 	elapsed := c.o.clock.Since(start)
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
-		return outcome{lock: c.newLock(req, lo, fence, until, rounds, grants)}
+		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised)}
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
 	out := outcome{hint: c.expiryHint(last)}
-	t := last.tally()
+	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum
 	switch {
-	case kept || c.keeps(last, token):
+	case kept || c.wonSplit(last, token):
 		// This attempt won the split but the others' masters did not come
 		// free in time; they have rolled back: try again soon.
 		out.split = true
@@ -165,17 +173,13 @@ func (c *Client) misconfigured(req request, r round) error {
 	var addrs []string
 	kinds := map[string]bool{}
 	var order []string
-	for i := range r.failed {
-		select {
-		case <-r.res.Done(i):
-		default:
-			continue // still running: its slots are not ours to read
-		}
-		if !r.failed[i] || !permanent(r.errs[i]) {
+	for i := range c.nodes {
+		a, _, ok := r.answer(i)
+		if !ok || a.err == nil || !permanent(a.err) {
 			continue
 		}
 		addrs = append(addrs, c.nodes[i].addr())
-		if k := failureKind(r.errs[i]); !kinds[k] {
+		if k := failureKind(a.err); !kinds[k] {
 			kinds[k] = true
 			order = append(order, k)
 		}
@@ -198,48 +202,41 @@ func (c *Client) misconfigured(req request, r round) error {
 // waits for the requests of after (a hand-over waits for every request of
 // the lock it takes over, as a release does).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
-	n := len(c.nodes)
-	r := round{grants: make([]grant, n), refused: make([]bool, n), votes: make([]quorumlock.Vote, n), failed: make([]bool, n), errs: make([]error, n)}
-	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock},
-		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
+		func(ctx context.Context, i int) (ask, fanout.Vote, error) {
 			if after != nil {
 				if _, err := after.settle(ctx, i); err != nil {
-					r.failed[i] = true
-					return quorumlock.No, c.nodeErr(i, err)
+					return ask{err: err}, fanout.No, c.nodeErr(i, err)
 				}
 			}
 			g, err := c.nodes[i].acquire(ctx, req)
 			if err != nil {
-				r.failed[i], r.errs[i] = true, err
-				return quorumlock.No, c.nodeErr(i, err)
+				return ask{err: err}, fanout.No, c.nodeErr(i, err)
 			}
-			r.grants[i] = g
 			if !g.ok {
-				r.refused[i] = true
-				return quorumlock.No, c.nodeErr(i, heldFor(g.pttl))
+				return ask{grant: g}, fanout.No, c.nodeErr(i, heldFor(g.pttl))
 			}
-			r.votes[i] = c.vote(i, window)
-			return r.votes[i], nil
+			return ask{grant: g}, c.vote(i, window), nil
 		})
-	r.res = res
-	return r, err
+	return round{res}, err
 }
 
-// keeps decides whether this attempt won a split vote: every master
+// wonSplit decides whether this attempt won a split vote: every master
 // answered, some for it and the rest for other tokens, none of which has as
 // many votes (a tie goes to the smaller token). Each master holds one token,
 // so every contender that heard from every master sees the same counts and
 // reaches the same verdict. With a master silent, failing or in quarantine,
 // nobody keeps.
-func (c *Client) keeps(r round, token string) bool {
-	t := r.tally()
+func (c *Client) wonSplit(r round, token string) bool {
+	t := r.count()
 	if t.yes == 0 || t.yes+t.refused != len(c.nodes) {
 		return false
 	}
 	votes := map[string]int{}
-	for i := range r.grants {
-		if r.refused[i] { // every master has answered: the slots are in
-			votes[r.grants[i].holder]++
+	for i := range c.nodes {
+		if r.refused(i) {
+			a, _, _ := r.answer(i)
+			votes[a.grant.holder]++
 		}
 	}
 	for holder, v := range votes {
@@ -288,12 +285,12 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 		}
 	}
 	switch {
-	case quarantine != nil && res.Err != nil:
-		return fmt.Errorf("%w: key %q: %s: %w: %w", ErrNotObtained, key, why, quarantine, res.Err)
+	case quarantine != nil && res.Err() != nil:
+		return fmt.Errorf("%w: key %q: %s: %w: %w", ErrNotObtained, key, why, quarantine, res.Err())
 	case quarantine != nil:
 		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, quarantine)
-	case res.Err != nil:
-		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err)
+	case res.Err() != nil:
+		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err())
 	}
 	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
 }
@@ -411,12 +408,7 @@ func (c *Client) redelete(i int, req request, err error, timeout time.Duration, 
 // round. It reads a round's answer only once it is in.
 func refusedThroughout(rounds []round, i int) bool {
 	for _, r := range rounds {
-		select {
-		case <-r.res.Done(i):
-		default:
-			return false
-		}
-		if !r.refused[i] {
+		if !r.refused(i) { // a refusal, and in
 			return false
 		}
 	}
@@ -428,9 +420,10 @@ func refusedThroughout(rounds []round, i int) bool {
 // many more free masters are needed. 0 means no estimate.
 func (c *Client) expiryHint(r round) time.Duration {
 	var ttls []time.Duration
-	for _, i := range r.res.No { // answered before the decision: the slots are in
-		if r.refused[i] {
-			switch d := r.grants[i].pttl; {
+	for _, i := range r.res.No {
+		if r.refused(i) {
+			a, _, _ := r.answer(i)
+			switch d := a.grant.pttl; {
 			case d >= 0:
 				ttls = append(ttls, d)
 			case d == -2*time.Millisecond: // gone since: free now

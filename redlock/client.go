@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -186,18 +187,24 @@ func (c *Client) enter() error {
 	return nil
 }
 
-// fanOut runs op on every master as f says, each master's part counted as
-// the client's work until it returns, even after Run has returned: Close
-// waits for the stragglers.
-func (c *Client) fanOut(ctx context.Context, f quorumlock.FanOut, op quorumlock.Op) (*quorumlock.Result, error) {
-	if f.Nodes <= 0 {
-		return f.Run(ctx, op)
+// fanOut runs op on the nodes cfg says, each node's part counted as the
+// client's work until it returns, even after the fan-out has returned:
+// Close waits for the stragglers.
+func fanOut[T any](ctx context.Context, c *Client, cfg fanout.Config, op fanout.Op[T]) (*fanout.Result[T], error) {
+	if cfg.Nodes <= 0 {
+		return fanout.Run(ctx, cfg, op)
 	}
-	c.work.add(f.Nodes)
-	return f.Run(ctx, func(ctx context.Context, i int) (quorumlock.Vote, error) {
+	c.work.add(cfg.Nodes)
+	return fanout.Run(ctx, cfg, func(ctx context.Context, i int) (T, fanout.Vote, error) {
 		defer c.work.done()
 		return op(ctx, i)
 	})
+}
+
+// overMasters is a fan-out to every master that needs need yes votes, each
+// master bounded by timeout.
+func (c *Client) overMasters(need int, timeout time.Duration) fanout.Config {
+	return fanout.Config{Nodes: len(c.nodes), Need: need, Timeout: timeout, Clock: c.o.clock}
 }
 
 // spawn runs f in the background, counted as the client's work.
@@ -251,11 +258,11 @@ func (c *Client) noteTTL(ttl time.Duration) {
 
 // vote turns a master's yes into a vote: a master the restart guard holds in
 // quarantine abstains.
-func (c *Client) vote(i int, window time.Duration) quorumlock.Vote {
+func (c *Client) vote(i int, window time.Duration) fanout.Vote {
 	if c.nodes[i].health().trusted(c.o.clock.Now(), window) {
-		return quorumlock.Yes
+		return fanout.Yes
 	}
-	return quorumlock.Abstain
+	return fanout.Abstain
 }
 
 func (c *Client) nodeErr(i int, err error) error {

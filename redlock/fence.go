@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // settleFence chooses the fence and makes it stick.
@@ -27,43 +27,50 @@ import (
 // proof that fences keep growing across it.
 //
 // In the common case every master of the quorum reports the same count, and
-// no extra round trip is made.
-func (c *Client) settleFence(ctx context.Context, req request, res *quorumlock.Result, grants []grant, timeout time.Duration) (int64, error) {
-	var fence int64
-	for _, i := range res.Yes {
-		fence = max(fence, grants[i].counter)
+// no extra round trip is made. raised lists the masters whose counters were
+// raised to the fence here: Release need not raise them again.
+func (c *Client) settleFence(ctx context.Context, req request, won round, timeout time.Duration) (int64, []int, error) {
+	counter := func(i int) int64 {
+		a, _, _ := won.answer(i) // a yes vote: in
+		return a.grant.counter
+	}
+	yes := won.res.Yes
+	var fence int64 // read by the raises, stragglers too: never written after they start
+	for _, i := range yes {
+		fence = max(fence, counter(i))
 	}
 	var lag []int
-	for _, i := range res.Yes {
-		if grants[i].counter < fence {
+	for _, i := range yes {
+		if counter(i) < fence {
 			lag = append(lag, i)
 		}
 	}
-	atFence := len(res.Yes) - len(lag)
+	atFence := len(yes) - len(lag)
 	if atFence >= c.quorum {
-		return fence, nil
+		return fence, nil, nil
 	}
 	need := c.quorum - atFence
-	raised, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock},
-		func(ctx context.Context, j int) (quorumlock.Vote, error) {
+	res, err := fanOut(ctx, c, fanout.Config{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock},
+		func(ctx context.Context, j int) (struct{}, fanout.Vote, error) {
 			i := lag[j]
 			ok, err := c.nodes[i].raiseFence(ctx, req, fence)
 			switch {
 			case err != nil:
-				return quorumlock.No, c.nodeErr(i, err)
+				return struct{}{}, fanout.No, c.nodeErr(i, err)
 			case !ok:
-				return quorumlock.No, c.nodeErr(i, ErrLockNotHeld)
+				return struct{}{}, fanout.No, c.nodeErr(i, ErrLockNotHeld)
 			}
-			return quorumlock.Yes, nil
+			return struct{}{}, fanout.Yes, nil
 		})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if !raised.OK() {
-		return 0, fmt.Errorf("fence %d reached %d of the %d lagging masters, %d needed", fence, len(raised.Yes), len(lag), need)
+	if !res.OK() {
+		return 0, nil, fmt.Errorf("fence %d reached %d of the %d lagging masters, %d needed", fence, len(res.Yes), len(lag), need)
 	}
-	for _, j := range raised.Yes {
-		grants[lag[j]].counter = fence // Release need not raise it again
+	var raised []int
+	for _, j := range res.Yes {
+		raised = append(raised, lag[j])
 	}
-	return fence, nil
+	return fence, raised, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // Lock is a lock held on a quorum of masters. It is safe for concurrent use.
@@ -21,9 +22,10 @@ type Lock struct {
 	c       *Client
 	req     request
 	fence   int64
-	granted []int   // the masters whose votes made the quorum
-	grants  []grant // each master's answer in the last round; read once it is in
-	trail   *trail  // every request with the token; a release waits for them
+	granted []int  // the masters whose votes made the quorum
+	won     round  // the round that won the lock: each master's answer, once in
+	fenced  []bool // masters whose counter settleFence raised to the fence
+	trail   *trail // every request with the token; a release waits for them
 
 	op sync.Mutex // one Extend or Release at a time
 
@@ -45,11 +47,16 @@ const (
 	lost
 )
 
-func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, rounds []round, grants []grant) *Lock {
+func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, rounds []round, raised []int) *Lock {
+	won := rounds[len(rounds)-1]
 	l := &Lock{
-		c: c, req: req, fence: fence, grants: grants, until: until, done: make(chan struct{}),
-		granted: slices.Clone(rounds[len(rounds)-1].res.Yes),
+		c: c, req: req, fence: fence, won: won, until: until, done: make(chan struct{}),
+		granted: slices.Clone(won.res.Yes),
+		fenced:  make([]bool, len(c.nodes)),
 		trail:   newTrail(len(c.nodes), rounds),
+	}
+	for _, i := range raised {
+		l.fenced[i] = true
 	}
 	if lo.autoExtend {
 		l.stop, l.ended, l.rearm = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
@@ -270,30 +277,28 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
-	answers := make([]extended, len(c.nodes))
-	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: len(c.nodes), Need: c.quorum, Timeout: c.nodeTimeout(ttl), Clock: c.o.clock},
-		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+	res, err := fanOut(ctx, c, c.overMasters(c.quorum, c.nodeTimeout(ttl)),
+		func(ctx context.Context, i int) (extended, fanout.Vote, error) {
 			e, err := c.nodes[i].extend(ctx, req)
 			if err != nil {
-				return quorumlock.No, c.nodeErr(i, err)
+				return lapsed, fanout.No, c.nodeErr(i, err)
 			}
-			answers[i] = e
 			if e != renewed {
-				return quorumlock.No, c.nodeErr(i, ErrLockNotHeld)
+				return e, fanout.No, c.nodeErr(i, ErrLockNotHeld)
 			}
-			return c.vote(i, window), nil
+			return e, c.vote(i, window), nil
 		})
 	if err != nil {
 		return time.Time{}, err
 	}
 	validity := quorumlock.Validity(ttl, c.o.clock.Since(start), c.o.drift)
 	if res.OK() && validity > 0 {
-		l.retake(req, res, answers)
+		l.retake(req, res)
 		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
 	}
 	gone := 0
 	for _, i := range res.No {
-		if errors.Is(nodeErrAt(res.Err, i), ErrLockNotHeld) {
+		if rep, _ := res.Reply(i); errors.Is(rep.Err, ErrLockNotHeld) {
 			gone++
 		}
 	}
@@ -304,8 +309,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	if gone > len(c.nodes)-c.quorum {
 		return time.Time{}, fmt.Errorf("%w: %s", errGone, why)
 	}
-	if res.Err != nil {
-		return time.Time{}, fmt.Errorf("%s: %w", why, res.Err)
+	if err := res.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", why, err)
 	}
 	return time.Time{}, errors.New(why)
 }
@@ -323,18 +328,19 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 // Each retake goes on the lock's trail before retake returns, so a Release,
 // which must wait for the Extend that called it, is ordered after it on
 // every master.
-func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
-	if len(res.Yes) == len(answers) {
+func (l *Lock) retake(req request, res *fanout.Result[extended]) {
+	n := res.Nodes()
+	if len(res.Yes) == n {
 		return
 	}
 	c := l.c
 	req = req.withArgv()
 	timeout := c.nodeTimeout(req.ttl)
-	extended := make([]bool, len(answers))
+	extended := make([]bool, n)
 	for _, i := range res.Yes {
 		extended[i] = true
 	}
-	for i := range answers {
+	for i := range n {
 		if extended[i] {
 			continue
 		}
@@ -344,7 +350,7 @@ func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
 		c.spawn(func() {
 			defer close(done)
 			<-res.Done(i) // bounded by the extension's node timeout
-			if answers[i] != vacant {
+			if rep, _ := res.Reply(i); rep.Value != vacant {
 				return
 			}
 			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
@@ -359,25 +365,6 @@ func (l *Lock) retake(req request, res *quorumlock.Result, answers []extended) {
 			}
 		})
 	}
-}
-
-// nodeErrAt finds the *NodeError of master i in an aggregate.
-func nodeErrAt(agg error, i int) error {
-	if agg == nil {
-		return nil
-	}
-	type multi interface{ WrappedErrors() []error }
-	m, ok := agg.(multi)
-	if !ok {
-		return nil
-	}
-	for _, e := range m.WrappedErrors() {
-		var ne *NodeError
-		if errors.As(e, &ne) && ne.Node == i {
-			return ne
-		}
-	}
-	return nil
 }
 
 // Release deletes the lock on every master that holds it, in parallel, and
@@ -475,7 +462,7 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 		// quorum still held this token.
 		result = handedOverFree
 		for _, i := range a.lock.Granted() {
-			if a.lock.grants[i].tookOver {
+			if g, _, _ := a.lock.won.answer(i); g.grant.tookOver {
 				result = handedOver
 				break
 			}
@@ -497,17 +484,15 @@ func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
 	req := l.req.withArgv()
-	outcomes := make([]released, n)
-	errs := make([]error, n)
 	timeout := c.nodeTimeout(l.req.ttl)
-	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Need: c.quorum, Timeout: timeout, Clock: c.o.clock},
-		func(_ context.Context, i int) (quorumlock.Vote, error) {
+	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
+		func(_ context.Context, i int) (released, fanout.Vote, error) {
 			// Every request of this lock still on its way here must return
 			// before its delete, which then gets a node timeout of its own.
 			unsure, _ := l.trail.settle(context.Background(), i)
 			ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
 			defer cancel()
-			if g := l.grants[i]; g.ok && g.counter < l.fence {
+			if a, _, _ := l.won.answer(i); a.grant.ok && a.grant.counter < l.fence && !l.fenced[i] { // in: the trail waited for it
 				// A master that granted outside the quorum counts below the
 				// fence: raise it while the token still holds the key there, so
 				// that the masters agree on the next fence without a round trip.
@@ -524,21 +509,19 @@ func (l *Lock) release(ctx context.Context) error {
 				// The delete may not have landed: the client keeps trying
 				// in the background, while the key can still be there.
 				c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
-				errs[i] = c.nodeErr(i, err)
-				return quorumlock.No, errs[i]
+				return notHeld, fanout.No, c.nodeErr(i, err)
 			}
-			outcomes[i] = out
-			return quorumlock.Yes, nil
+			return out, fanout.Yes, nil
 		})
 	if err != nil {
 		return err
 	}
-	if t := tally(outcomes, res.Yes); t.freed {
+	if h := hear(res, res.Yes); h.freed {
 		c.hub.notify(l.req.key)
 		if res.OK() {
 			return nil
 		}
-	} else if t.held && res.OK() {
+	} else if h.held && res.OK() {
 		return nil
 	}
 	// The first answers did not settle it: hear every master, each bounded by
@@ -547,21 +530,19 @@ func (l *Lock) release(ctx context.Context) error {
 	var answered []int
 	var failed []error
 	for i := range n {
-		select {
-		case <-res.Done(i):
-			if errs[i] == nil {
-				answered = append(answered, i)
-				continue
-			}
-			failed = append(failed, errs[i])
-		default: // still running: its slots are not ours to touch
+		rep, ok := res.Reply(i)
+		switch {
+		case !ok:
 			failed = append(failed, c.nodeErr(i, errNoReply))
+		case rep.Err != nil:
+			failed = append(failed, rep.Err)
+		default:
+			answered = append(answered, i)
 		}
 	}
-	agg := quorumlock.Aggregate(failed...)
-	t := tally(outcomes, answered)
+	agg := fanout.Aggregate(failed...)
 	switch {
-	case len(answered) >= c.quorum && t.held:
+	case len(answered) >= c.quorum && hear(res, answered).held:
 		return nil
 	case len(answered) >= c.quorum && agg == nil:
 		return fmt.Errorf("%w: no master still held key %q", ErrLockNotHeld, l.req.key)
@@ -571,13 +552,16 @@ func (l *Lock) release(ctx context.Context) error {
 	return agg
 }
 
-type releaseTally struct{ held, freed bool }
+// heard is what the given masters answered a release: whether any still
+// held the token, and whether any freed the key.
+type heard struct{ held, freed bool }
 
-func tally(outcomes []released, nodes []int) releaseTally {
-	var t releaseTally
-	for _, i := range nodes {
-		t.held = t.held || outcomes[i] != notHeld
-		t.freed = t.freed || outcomes[i] == freed || outcomes[i] == freedUnannounced
+func hear(res *fanout.Result[released], masters []int) heard {
+	var h heard
+	for _, i := range masters {
+		rep, _ := res.Reply(i) // every master given has answered
+		h.held = h.held || rep.Value != notHeld
+		h.freed = h.freed || rep.Value == freed || rep.Value == freedUnannounced
 	}
-	return t
+	return h
 }

@@ -29,7 +29,11 @@ func newTrail(nodes int, rounds []round) *trail {
 	t := &trail{sent: make([][]sentRequest, nodes)}
 	for _, r := range rounds {
 		for i := range nodes {
-			t.add(i, r.res.Done(i), func() bool { return r.failed[i] })
+			n := r.res.Node(i)
+			t.add(i, n.Done(), func() bool {
+				rep, _ := n.Reply()
+				return rep.Value.err != nil
+			})
 		}
 	}
 	return t
