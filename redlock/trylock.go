@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+
+	"github.com/quorumlock/quorumlock"
 )
 
 // TryLock makes one attempt to take key for ttl on a quorum of masters.
@@ -16,7 +19,7 @@ import (
 // reached: TryLock deletes its token everywhere it may have landed, and waits
 // up to one node timeout for that.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
+	ttl, lo, err := c.checkLockCall(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +27,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	defer c.work.done()
-	a := c.attempt(ctx, key, ttl, lo)
+	a := c.attempt(ctx, key, ttl, lo, nil)
 	if a.err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: %w", a.err, context.Cause(ctx))
 	}
@@ -42,7 +45,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
+	ttl, lo, err := c.checkLockCall(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// An owner may already hold the key, so it always tries at once.
 	a := outcome{err: fmt.Errorf("%w: key %q: waiting in line", ErrNotObtained, key)}
 	if lo.owner != "" || !c.hub.waiting(key) {
-		a = c.attempt(ctx, key, ttl, lo)
+		a = c.attempt(ctx, key, ttl, lo, nil)
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
 		}
@@ -76,7 +79,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if a.hint > 0 && a.hint < delay {
 			delay = a.hint
 		}
-		if w.deafSpell() {
+		if w.awaitingConfirmation() {
 			// A release now could go unheard: poll until the subscription is confirmed.
 			delay = min(delay, c.nodeTimeout(ttl))
 		}
@@ -111,7 +114,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				return handed, nil
 			}
 		}
-		a = c.attempt(ctx, key, ttl, lo)
+		a = c.attempt(ctx, key, ttl, lo, nil)
 		w.end()
 		if a.err == nil {
 			acquired = true
@@ -123,12 +126,36 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 }
 
-// prepare validates what TryLock and Lock take.
-func (c *Client) prepare(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
-	ttl, err := c.check(ctx, key, ttl)
+// checkLockCall validates what TryLock and Lock take.
+func (c *Client) checkLockCall(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
+	ttl, err := c.checkKeyTTL(ctx, key, ttl)
 	if err != nil {
 		return 0, lockOptions{}, err
 	}
-	lo, err := lockOpts(opts)
+	lo, err := applyLockOptions(opts)
 	return ttl, lo, err
+}
+
+// checkKeyTTL validates what every lock call takes, and returns the TTL as Redis
+// will keep it: whole milliseconds.
+func (c *Client) checkKeyTTL(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ctx == nil:
+		return 0, invalid("nil context")
+	case c == nil:
+		return 0, invalid("nil client")
+	case key == "":
+		return 0, invalid("empty key")
+	case strings.HasPrefix(key, reservedPrefix):
+		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
+	case ttl <= 0:
+		return 0, invalid("ttl %v is not positive", ttl)
+	case ttl > MaxTTL:
+		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {
+		return 0, invalid("ttl %v leaves no validity after the drift reserve of %v", ttl, c.o.drift.Reserve(ttl))
+	}
+	return ttl, nil
 }
