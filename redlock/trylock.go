@@ -19,11 +19,8 @@ import (
 // reached: TryLock deletes its token everywhere it may have landed, and waits
 // up to one node timeout for that.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.checkLockCall(ctx, key, ttl, opts)
+	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.work.done()
@@ -45,11 +42,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.checkLockCall(ctx, key, ttl, opts)
+	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.work.done()
@@ -126,14 +120,22 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 }
 
-// checkLockCall validates what TryLock and Lock take.
-func (c *Client) checkLockCall(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
+// startLockCall validates what TryLock and Lock take, and counts the call
+// as the client's work: unless it returns an error, the caller must call
+// c.work.done when the call ends.
+func (c *Client) startLockCall(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
 	ttl, err := c.checkKeyTTL(ctx, key, ttl)
 	if err != nil {
 		return 0, lockOptions{}, err
 	}
 	lo, err := applyLockOptions(opts)
-	return ttl, lo, err
+	if err != nil {
+		return 0, lockOptions{}, err
+	}
+	if err := c.enter(); err != nil {
+		return 0, lockOptions{}, err
+	}
+	return ttl, lo, nil
 }
 
 // checkKeyTTL validates what every lock call takes, and returns the TTL as Redis
