@@ -140,25 +140,29 @@ func (l *Lock) retake(req request, res *fanout.Result[extended]) {
 		if extended[i] {
 			continue
 		}
-		done := make(chan struct{})
-		noReply := false // written before done is closed
-		l.trail.add(i, done, func() bool { return noReply })
-		c.spawn(func() {
-			defer close(done)
-			<-res.Done(i) // bounded by the extension's node timeout
-			if rep, _ := res.Reply(i); rep.Value != vacant {
-				return
-			}
-			ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			g, err := c.nodes[i].acquire(ctx, req)
-			if err != nil {
-				noReply = true
-				return
-			}
-			if g.ok && g.counter < l.fence {
-				c.nodes[i].raiseFence(ctx, req, l.fence)
-			}
-		})
+		sent := newRetakeRequest()
+		l.trail.add(i, sent)
+		c.spawn(func() { sent.finish(l.retakeOn(i, req, res, timeout)) })
 	}
+}
+
+// retakeOn sets the lock again on master i once the extension's request
+// there has returned, if it found the key gone. It reports whether the
+// retake got no reply.
+func (l *Lock) retakeOn(i int, req request, res *fanout.Result[extended], timeout time.Duration) (noReply bool) {
+	c := l.c
+	<-res.Done(i) // bounded by the extension's node timeout
+	if rep, _ := res.Reply(i); rep.Value != vacant {
+		return false
+	}
+	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	g, err := c.nodes[i].acquire(ctx, req)
+	if err != nil {
+		return true
+	}
+	if g.ok && g.counter < l.fence {
+		c.nodes[i].raiseFence(ctx, req, l.fence)
+	}
+	return false
 }

@@ -58,8 +58,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 	}
 	w := c.hub.join(key, ttl, lo)
-	acquired := false
-	defer func() { w.leave(acquired) }()
+	gotLock := false
+	defer func() { w.leave(gotLock) }()
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription.
 	w.ready(ctx, c.nodeTimeout(ttl))
@@ -92,7 +92,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, fmt.Errorf("%w; gave up waiting: %w", a.err, err)
 		}
 		if handed != nil {
-			acquired = true
+			gotLock = true
 			return handed, nil
 		}
 		// A releaser may have claimed this waiter meanwhile: take what it
@@ -104,14 +104,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				break
 			}
 			if handed != nil {
-				acquired = true
+				gotLock = true
 				return handed, nil
 			}
 		}
 		a = c.attempt(ctx, key, ttl, lo, nil)
 		w.end()
 		if a.err == nil {
-			acquired = true
+			gotLock = true
 			return a.lock, nil
 		}
 		if !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {

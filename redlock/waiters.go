@@ -139,8 +139,8 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 // lock, the next in line tries at once; if it got the lock, the next waits
 // for its release. Out of line, no releaser can claim it any more; a
 // hand-over claimed before is waited for, and the lock it brings given back.
-func (w *waiter) leave(acquired bool) {
-	w.dequeue(acquired)
+func (w *waiter) leave(gotLock bool) {
+	w.dequeue(gotLock)
 	w.h.mu.Lock()
 	claimed := w.claimed
 	w.h.mu.Unlock()
@@ -152,7 +152,7 @@ func (w *waiter) leave(acquired bool) {
 	}
 }
 
-func (w *waiter) dequeue(acquired bool) {
+func (w *waiter) dequeue(gotLock bool) {
 	h := w.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -178,7 +178,7 @@ func (w *waiter) dequeue(acquired bool) {
 	if i == 0 {
 		next := q.waiters[0]
 		close(next.turn)
-		if !acquired {
+		if !gotLock {
 			next.poke()
 		}
 	}
