@@ -154,9 +154,9 @@ func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
 	}
 }
 
-// awaitingConfirmation reports whether a release could go unheard only for a moment:
-// enough pub/sub connections are up, but they have not all confirmed this
-// key's subscription yet. During an outage (too few connections) it is
+// awaitingConfirmation reports whether a release could go unheard only for
+// a moment: enough pub/sub connections are up, but they have not all
+// confirmed this key's subscription yet. During an outage (too few connections) it is
 // false: then the backoff paces the retries.
 func (w *waiter) awaitingConfirmation() bool {
 	h := w.h
@@ -177,6 +177,8 @@ func (w *waiter) awaitingConfirmation() bool {
 	return up >= h.need
 }
 
+// confirm records that master node confirmed (on) or dropped the
+// subscription to key's channel.
 func (h *hub) confirm(node int, key string, on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
