@@ -1,8 +1,10 @@
-// Package quorumlock holds the Redlock algorithm, apart from any Redis code:
-// the quorum size, the parallel fan-out to N nodes with a timeout per node and
-// an early return once the outcome is decided, and the validity arithmetic
-// that turns a TTL, the time an acquisition took and a clock-drift reserve
-// into the time a lock may be used.
+// Package quorumlock holds the arithmetic of the Redlock algorithm, as its
+// specification states it and apart from any Redis code: the quorum of N
+// masters a lock needs (Quorum), and the time a lock may be used once
+// acquired, which is its TTL less the time the acquisition took and a
+// reserve for clock drift between the masters (Validity, Drift).
 //
-// Most users want the redlock package, which builds the lock on these parts.
+// The lock itself lives in the redlock package: the parallel requests to
+// the masters, the roll-back of a failed attempt, split votes, fencing
+// tokens, the restart guard and the lease. Most users want that package.
 package quorumlock

@@ -1,12 +1,8 @@
 package redlock
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +61,19 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 	}
 	c.attach(nodes)
 	return c, nil
+}
+
+// isNil reports a nil pool, a typed nil inside the interface included.
+func isNil(p pool.Pool) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
 
 // build makes a client for n masters from validated options; attach gives
@@ -186,29 +195,6 @@ func (c *Client) enter() error {
 	return nil
 }
 
-// fanOut runs op on every master as f says, each master's part counted as
-// the client's work until it returns, even after Run has returned: Close
-// waits for the stragglers.
-func (c *Client) fanOut(ctx context.Context, f quorumlock.FanOut, op quorumlock.Op) (*quorumlock.Result, error) {
-	if f.Nodes <= 0 {
-		return f.Run(ctx, op)
-	}
-	c.work.add(f.Nodes)
-	return f.Run(ctx, func(ctx context.Context, i int) (quorumlock.Vote, error) {
-		defer c.work.done()
-		return op(ctx, i)
-	})
-}
-
-// spawn runs f in the background, counted as the client's work.
-func (c *Client) spawn(f func()) {
-	c.work.add(1)
-	go func() {
-		defer c.work.done()
-		f()
-	}()
-}
-
 // names maps lock keys to what the scripts touch, in the client's namespace.
 func (c *Client) names() names { return names{ns: c.o.namespace} }
 
@@ -248,88 +234,3 @@ func (c *Client) noteTTL(ttl time.Duration) {
 		}
 	}
 }
-
-// vote turns a master's yes into a vote: a master the restart guard holds in
-// quarantine abstains.
-func (c *Client) vote(i int, window time.Duration) quorumlock.Vote {
-	if c.nodes[i].health().trusted(c.o.clock.Now(), window) {
-		return quorumlock.Yes
-	}
-	return quorumlock.Abstain
-}
-
-func (c *Client) nodeErr(i int, err error) error {
-	if timedOut(err) && !errors.Is(err, errNoReply) {
-		err = fmt.Errorf("%w: %w", errNoReply, err)
-	}
-	return &NodeError{Node: i, Addr: c.nodes[i].addr(), Err: err}
-}
-
-// timedOut reports a deadline reached while waiting on a master.
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// check validates what every lock call takes, and returns the TTL as Redis
-// will keep it: whole milliseconds.
-func (c *Client) check(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
-	switch {
-	case ctx == nil:
-		return 0, invalid("nil context")
-	case c == nil:
-		return 0, invalid("nil client")
-	case key == "":
-		return 0, invalid("empty key")
-	case strings.HasPrefix(key, reservedPrefix):
-		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
-	case ttl <= 0:
-		return 0, invalid("ttl %v is not positive", ttl)
-	case ttl > MaxTTL:
-		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
-	}
-	ttl = ttl.Truncate(time.Millisecond)
-	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {
-		return 0, invalid("ttl %v leaves no validity after the drift reserve of %v", ttl, c.o.drift.Reserve(ttl))
-	}
-	return ttl, nil
-}
-
-func lockOpts(opts []LockOption) (lockOptions, error) {
-	var lo lockOptions
-	for i, o := range opts {
-		if o == nil {
-			return lo, invalid("lock option %d is nil", i)
-		}
-		o.applyLock(&lo)
-	}
-	if lo.ownerSet && lo.owner == "" {
-		return lo, invalid("empty owner")
-	}
-	return lo, nil
-}
-
-func (c *Client) token() (string, error) {
-	t, err := c.o.tokens()
-	if err != nil {
-		return "", fmt.Errorf("redlock: token generator: %w", err)
-	}
-	if t == "" {
-		return "", invalid("token generator returned an empty token")
-	}
-	return t, nil
-}
-
-func isNil(p pool.Pool) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
-}
-
-var errNoReply = errors.New("no reply within the node timeout")

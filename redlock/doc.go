@@ -44,3 +44,26 @@
 // ErrInvalid are matched with errors.Is; the per-master causes are
 // *NodeError values, found with errors.As.
 package redlock
+
+// How the code is laid out (for readers of the source; godoc does not show
+// this comment).
+//
+// Each operation reads top to bottom in a few files, and ends in a Lua
+// script under scripts/ (lib.lua holds what the scripts share):
+//
+//   - TryLock: trylock.go (TryLock, and Lock's wait in line) → attempt.go
+//     (the rounds, split votes, the fence) → node.go (each master's call)
+//     → lock.go (the Lock handed back); scripts/acquire.lua. A failed
+//     attempt goes on in rollback.go and is explained in failure.go.
+//   - Extend: extend.go (the round, and the retake of masters that lost the
+//     key) → node.go → lock.go; scripts/extend.lua.
+//   - Release: release.go (the round, and the deletes left running) →
+//     handover.go (passing the lock to a waiter of this client) → trail.go
+//     (what a delete waits for) → node.go; scripts/release.lua.
+//
+// The fan-out to the masters is internal/fanout: each master's value, vote
+// and error come back together; work.go counts each master's part as the
+// client's work, which Close waits for. Beside these: client.go (the
+// Client), options.go, errors.go, guard.go (the restart guard),
+// waiters.go and subscriber.go (waiting in line, and hearing releases
+// announced), watchdog.go (auto-extension), inspect.go, do.go.

@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -74,3 +76,18 @@ func (e *NodeError) Unwrap() error { return e.Err }
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
+
+func (c *Client) nodeErr(i int, err error) error {
+	if timedOut(err) && !errors.Is(err, errNoReply) {
+		err = fmt.Errorf("%w: %w", errNoReply, err)
+	}
+	return &NodeError{Node: i, Addr: c.nodes[i].addr(), Err: err}
+}
+
+// timedOut reports a deadline reached while waiting on a master.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+var errNoReply = errors.New("no reply within the node timeout")

@@ -13,6 +13,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -479,4 +480,13 @@ func parseStamp(s string) stamp {
 		return stamp{}
 	}
 	return stamp{identity: parts[0] + " " + parts[1], uptime: time.Duration(up) * time.Second, ok: true}
+}
+
+// vote turns a master's yes into a vote: a master the restart guard holds in
+// quarantine abstains.
+func (c *Client) vote(i int, window time.Duration) fanout.Vote {
+	if c.nodes[i].health().trusted(c.o.clock.Now(), window) {
+		return fanout.Yes
+	}
+	return fanout.Abstain
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // Status is what the masters say about one key.
@@ -63,17 +63,13 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	defer c.work.done()
 	n := len(c.nodes)
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
-	states := make([]keyState, n)
-	errs := make([]error, n)
-	res, err := c.fanOut(ctx, quorumlock.FanOut{Nodes: n, Timeout: c.o.nodeTimeout, Clock: c.o.clock},
-		func(ctx context.Context, i int) (quorumlock.Vote, error) {
+	res, err := fanOut(ctx, c, c.overMasters(0, c.o.nodeTimeout),
+		func(ctx context.Context, i int) (keyState, fanout.Vote, error) {
 			s, err := c.nodes[i].inspect(ctx, key)
 			if err != nil {
-				errs[i] = err
-				return quorumlock.No, c.nodeErr(i, err)
+				return keyState{}, fanout.No, err // the master's own error, for NodeStatus.Err
 			}
-			states[i] = s
-			return quorumlock.Yes, nil
+			return s, fanout.Yes, nil
 		})
 	if err != nil {
 		return nil, err
@@ -96,13 +92,14 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 		}
 		ns.Distrust = h.distrust(now, window)
 		ns.Quarantined = ns.Distrust != ""
+		rep, _ := res.Reply(i)
 		switch {
 		case !answered[i]:
 			ns.Err = errNoReply
-		case errs[i] != nil:
-			ns.Err = errs[i]
+		case rep.Err != nil:
+			ns.Err = rep.Err
 		default:
-			s := states[i]
+			s := rep.Value
 			ns.Holder, ns.Holds, ns.TTL, ns.Fence = s.holder, s.holds, s.pttl, s.counter
 			if s.holder != "" && !ns.Quarantined {
 				votes[s.holder]++

@@ -212,8 +212,6 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
-	from       string // a hand-over: the token of the plain lock passed on
-	after      *trail // a hand-over: that lock's requests, which must land first on each master
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds
@@ -239,4 +237,19 @@ func RandomToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// applyLockOptions applies a lock call's options and validates them.
+func applyLockOptions(opts []LockOption) (lockOptions, error) {
+	var lo lockOptions
+	for i, o := range opts {
+		if o == nil {
+			return lo, invalid("lock option %d is nil", i)
+		}
+		o.applyLock(&lo)
+	}
+	if lo.ownerSet && lo.owner == "" {
+		return lo, invalid("empty owner")
+	}
+	return lo, nil
 }

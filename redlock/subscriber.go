@@ -140,3 +140,82 @@ func (s *subscriber) receive(conn redis.Conn) (confirmed bool, err error) {
 		}
 	}
 }
+
+// ready waits until enough masters confirmed the subscription, at most timeout.
+func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
+	t := w.h.c.o.clock.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w.q.ready:
+	case <-w.h.confirmOutOfReach:
+	case <-t.C():
+	case <-ctx.Done():
+	case <-w.h.c.closing:
+	}
+}
+
+// awaitingConfirmation reports whether a release could go unheard only for
+// a moment: enough pub/sub connections are up, but they have not all
+// confirmed this key's subscription yet. During an outage (too few connections) it is
+// false: then the backoff paces the retries.
+func (w *waiter) awaitingConfirmation() bool {
+	h := w.h
+	h.mu.Lock()
+	confirmed := w.q.nconf
+	h.mu.Unlock()
+	if confirmed >= h.need {
+		return false
+	}
+	up := 0
+	for _, s := range h.subs {
+		s.mu.Lock()
+		if s.conn != nil {
+			up++
+		}
+		s.mu.Unlock()
+	}
+	return up >= h.need
+}
+
+// confirm records that master node confirmed (on) or dropped the
+// subscription to key's channel.
+func (h *hub) confirm(node int, key string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if q == nil || q.confirmed[node] == on {
+		return
+	}
+	q.confirmed[node] = on
+	if !on {
+		q.nconf--
+		return
+	}
+	q.nconf++
+	if q.nconf >= h.need && !q.readied {
+		q.readied = true
+		close(q.ready)
+	}
+}
+
+// disconnected forgets a master's confirmations when its connection drops.
+func (h *hub) disconnected(node int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, q := range h.queues {
+		if q.confirmed[node] {
+			q.confirmed[node] = false
+			q.nconf--
+		}
+	}
+}
+
+// markDeaf records a master that can never announce releases.
+func (h *hub) markDeaf() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deaf++
+	if len(h.subs)-h.deaf == h.need-1 {
+		close(h.confirmOutOfReach)
+	}
+}

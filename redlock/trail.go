@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"sync"
+
+	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // trail records, for each master, the requests carrying one lock's token
@@ -18,27 +20,54 @@ type trail struct {
 	sent [][]sentRequest
 }
 
-// sentRequest is one request of a trail: done is closed once it has returned,
-// and then noReply says whether its outcome on the master is unknown.
-type sentRequest struct {
-	done    <-chan struct{}
-	noReply func() bool
+// sentRequest is one request of a trail: Done is closed once it has
+// returned, and then noReply says whether its outcome on the master is
+// unknown.
+type sentRequest interface {
+	Done() <-chan struct{}
+	noReply() bool
+}
+
+// roundRequest is a master's part of an acquisition round.
+type roundRequest struct{ *fanout.Node[ask] }
+
+func (r roundRequest) noReply() bool {
+	rep, _ := r.Reply()
+	return rep.Value.err != nil
+}
+
+// retakeRequest is a retake sent to one master.
+type retakeRequest struct {
+	done chan struct{}
+	lost bool // the request got no reply; set before done is closed
+}
+
+func newRetakeRequest() *retakeRequest { return &retakeRequest{done: make(chan struct{})} }
+
+func (r *retakeRequest) Done() <-chan struct{} { return r.done }
+
+func (r *retakeRequest) noReply() bool { return r.lost }
+
+// finish records that the retake returned, and whether it got no reply.
+func (r *retakeRequest) finish(noReply bool) {
+	r.lost = noReply
+	close(r.done)
 }
 
 func newTrail(nodes int, rounds []round) *trail {
 	t := &trail{sent: make([][]sentRequest, nodes)}
 	for _, r := range rounds {
 		for i := range nodes {
-			t.add(i, r.res.Done(i), func() bool { return r.failed[i] })
+			t.add(i, roundRequest{r.res.Node(i)})
 		}
 	}
 	return t
 }
 
 // add records a request sent to master i.
-func (t *trail) add(i int, done <-chan struct{}, noReply func() bool) {
+func (t *trail) add(i int, s sentRequest) {
 	t.mu.Lock()
-	t.sent[i] = append(t.sent[i], sentRequest{done: done, noReply: noReply})
+	t.sent[i] = append(t.sent[i], s)
 	t.mu.Unlock()
 }
 
@@ -51,7 +80,7 @@ func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 	t.mu.Unlock()
 	for _, s := range sent {
 		select {
-		case <-s.done:
+		case <-s.Done():
 		case <-ctx.Done():
 			return true, ctx.Err()
 		}

@@ -64,7 +64,7 @@ func (l *Lock) renew() bool {
 	clk := c.o.clock
 	for n := 1; ; n++ {
 		l.op.Lock()
-		if l.usable() != nil {
+		if l.checkHeld() != nil {
 			l.op.Unlock()
 			return false
 		}

@@ -1,6 +1,12 @@
 package redlock
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/quorumlock/internal/fanout"
+)
 
 // work counts what a client still owes the masters: the operations in
 // flight and every background write they leave behind (a straggler's
@@ -63,4 +69,33 @@ func (w *work) close() <-chan struct{} {
 		}
 	}
 	return w.idle
+}
+
+// fanOut runs op on the nodes cfg says, each node's part counted as the
+// client's work until it returns, even after the fan-out has returned:
+// Close waits for the stragglers.
+func fanOut[T any](ctx context.Context, c *Client, cfg fanout.Config, op fanout.Op[T]) (*fanout.Result[T], error) {
+	if cfg.Nodes <= 0 {
+		return fanout.Run(ctx, cfg, op)
+	}
+	c.work.add(cfg.Nodes)
+	return fanout.Run(ctx, cfg, func(ctx context.Context, i int) (T, fanout.Vote, error) {
+		defer c.work.done()
+		return op(ctx, i)
+	})
+}
+
+// overMasters is a fan-out to every master that needs need yes votes, each
+// master bounded by timeout.
+func (c *Client) overMasters(need int, timeout time.Duration) fanout.Config {
+	return fanout.Config{Nodes: len(c.nodes), Need: need, Timeout: timeout, Clock: c.o.clock}
+}
+
+// spawn runs f in the background, counted as the client's work.
+func (c *Client) spawn(f func()) {
+	c.work.add(1)
+	go func() {
+		defer c.work.done()
+		f()
+	}()
 }

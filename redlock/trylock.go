@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+
+	"github.com/quorumlock/quorumlock"
 )
 
 // TryLock makes one attempt to take key for ttl on a quorum of masters.
@@ -16,15 +19,12 @@ import (
 // reached: TryLock deletes its token everywhere it may have landed, and waits
 // up to one node timeout for that.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
+	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.enter(); err != nil {
-		return nil, err
-	}
 	defer c.work.done()
-	a := c.attempt(ctx, key, ttl, lo)
+	a := c.attempt(ctx, key, ttl, lo, nil)
 	if a.err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: %w", a.err, context.Cause(ctx))
 	}
@@ -42,11 +42,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	ttl, lo, err := c.prepare(ctx, key, ttl, opts)
+	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.work.done()
@@ -55,14 +52,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// An owner may already hold the key, so it always tries at once.
 	a := outcome{err: fmt.Errorf("%w: key %q: waiting in line", ErrNotObtained, key)}
 	if lo.owner != "" || !c.hub.waiting(key) {
-		a = c.attempt(ctx, key, ttl, lo)
+		a = c.attempt(ctx, key, ttl, lo, nil)
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
 		}
 	}
 	w := c.hub.join(key, ttl, lo)
-	acquired := false
-	defer func() { w.leave(acquired) }()
+	gotLock := false
+	defer func() { w.leave(gotLock) }()
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription.
 	w.ready(ctx, c.nodeTimeout(ttl))
@@ -76,7 +73,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		if a.hint > 0 && a.hint < delay {
 			delay = a.hint
 		}
-		if w.deafSpell() {
+		if w.awaitingConfirmation() {
 			// A release now could go unheard: poll until the subscription is confirmed.
 			delay = min(delay, c.nodeTimeout(ttl))
 		}
@@ -95,7 +92,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, fmt.Errorf("%w; gave up waiting: %w", a.err, err)
 		}
 		if handed != nil {
-			acquired = true
+			gotLock = true
 			return handed, nil
 		}
 		// A releaser may have claimed this waiter meanwhile: take what it
@@ -107,14 +104,14 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				break
 			}
 			if handed != nil {
-				acquired = true
+				gotLock = true
 				return handed, nil
 			}
 		}
-		a = c.attempt(ctx, key, ttl, lo)
+		a = c.attempt(ctx, key, ttl, lo, nil)
 		w.end()
 		if a.err == nil {
-			acquired = true
+			gotLock = true
 			return a.lock, nil
 		}
 		if !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
@@ -123,12 +120,44 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 }
 
-// prepare validates what TryLock and Lock take.
-func (c *Client) prepare(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
-	ttl, err := c.check(ctx, key, ttl)
+// startLockCall validates what TryLock and Lock take, and counts the call
+// as the client's work: unless it returns an error, the caller must call
+// c.work.done when the call ends.
+func (c *Client) startLockCall(ctx context.Context, key string, ttl time.Duration, opts []LockOption) (time.Duration, lockOptions, error) {
+	ttl, err := c.checkKeyTTL(ctx, key, ttl)
 	if err != nil {
 		return 0, lockOptions{}, err
 	}
-	lo, err := lockOpts(opts)
-	return ttl, lo, err
+	lo, err := applyLockOptions(opts)
+	if err != nil {
+		return 0, lockOptions{}, err
+	}
+	if err := c.enter(); err != nil {
+		return 0, lockOptions{}, err
+	}
+	return ttl, lo, nil
+}
+
+// checkKeyTTL validates what every lock call takes, and returns the TTL as Redis
+// will keep it: whole milliseconds.
+func (c *Client) checkKeyTTL(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ctx == nil:
+		return 0, invalid("nil context")
+	case c == nil:
+		return 0, invalid("nil client")
+	case key == "":
+		return 0, invalid("empty key")
+	case strings.HasPrefix(key, reservedPrefix):
+		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
+	case ttl <= 0:
+		return 0, invalid("ttl %v is not positive", ttl)
+	case ttl > MaxTTL:
+		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {
+		return 0, invalid("ttl %v leaves no validity after the drift reserve of %v", ttl, c.o.drift.Reserve(ttl))
+	}
+	return ttl, nil
 }

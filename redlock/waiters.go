@@ -18,13 +18,13 @@ type hub struct {
 	c    *Client
 	need int // subscriptions that guarantee hearing any quorum's release
 
-	mu       sync.Mutex
-	queues   map[string]*queue
-	subs     []*subscriber
-	started  bool
-	closed   bool
-	deaf     int           // masters that cannot announce: their pool has no pub/sub
-	hopeless chan struct{} // closed once too many are deaf for any confirmation quorum
+	mu                sync.Mutex
+	queues            map[string]*queue
+	subs              []*subscriber
+	started           bool
+	closed            bool
+	deaf              int           // masters that cannot announce: their pool has no pub/sub
+	confirmOutOfReach chan struct{} // closed once too many are deaf for any confirmation quorum
 }
 
 type queue struct {
@@ -52,12 +52,8 @@ type waiter struct {
 	handed        chan *Lock // buffered: nil means the hand-over failed, try again
 }
 
-// maxHandovers bounds how often a key passes straight between goroutines of
-// this client before a plain release gives other clients' waiters their turn.
-const maxHandovers = 8
-
 func newHub(c *Client) *hub {
-	h := &hub{c: c, queues: map[string]*queue{}, hopeless: make(chan struct{})}
+	h := &hub{c: c, queues: map[string]*queue{}, confirmOutOfReach: make(chan struct{})}
 	// A release needs a quorum Q of the N masters; listening on N-Q+1 of
 	// them means listening on at least one master of any such quorum.
 	h.need = len(c.nodes) - c.quorum + 1
@@ -104,42 +100,6 @@ func (h *hub) waiting(key string) bool {
 	return h.queues[key] != nil
 }
 
-// ready waits until enough masters confirmed the subscription, at most timeout.
-func (w *waiter) ready(ctx context.Context, timeout time.Duration) {
-	t := w.h.c.o.clock.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-w.q.ready:
-	case <-w.h.hopeless:
-	case <-t.C():
-	case <-ctx.Done():
-	case <-w.h.c.closing:
-	}
-}
-
-// deafSpell reports whether a release could go unheard only for a moment:
-// enough pub/sub connections are up, but they have not all confirmed this
-// key's subscription yet. During an outage (too few connections) it is
-// false: then the backoff paces the retries.
-func (w *waiter) deafSpell() bool {
-	h := w.h
-	h.mu.Lock()
-	confirmed := w.q.nconf
-	h.mu.Unlock()
-	if confirmed >= h.need {
-		return false
-	}
-	up := 0
-	for _, s := range h.subs {
-		s.mu.Lock()
-		if s.conn != nil {
-			up++
-		}
-		s.mu.Unlock()
-	}
-	return up >= h.need
-}
-
 func (w *waiter) poke() {
 	select {
 	case w.wake <- struct{}{}:
@@ -175,82 +135,12 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	return nil, nil
 }
 
-// begin marks the waiter busy with an attempt of its own, unless a releaser
-// has claimed it: then it waits for the hand-over under way, one round
-// bounded by the node timeout, and returns its outcome with claimed set.
-func (w *waiter) begin() (handed *Lock, claimed bool) {
-	w.h.mu.Lock()
-	if !w.claimed {
-		w.busy = true
-		w.h.mu.Unlock()
-		return nil, false
-	}
-	w.h.mu.Unlock()
-	l := <-w.handed
-	w.settle()
-	return l, true
-}
-
-// end marks the waiter's attempt over.
-func (w *waiter) end() {
-	w.h.mu.Lock()
-	w.busy = false
-	w.h.mu.Unlock()
-}
-
-// settle clears a claim whose outcome was taken.
-func (w *waiter) settle() {
-	w.h.mu.Lock()
-	w.claimed = false
-	w.h.mu.Unlock()
-}
-
-// giveUp ends the wait with err. A hand-over already under way to this
-// waiter is waited for, and the lock it brings is given back.
-func (w *waiter) giveUp(ctx context.Context, err error) (*Lock, error) {
-	w.h.mu.Lock()
-	claimed := w.claimed
-	w.h.mu.Unlock()
-	if claimed {
-		if l := <-w.handed; l != nil {
-			l.Release(context.WithoutCancel(ctx))
-		}
-		w.settle()
-	}
-	return nil, err
-}
-
-// claim picks the waiter a release of key may hand the lock to: the first
-// in line, not busy with an attempt, waiting for a plain lock. Goroutines
-// of one client could pass a key between them for ever; after maxHandovers
-// in a row claim says no, so that a plain release announces the key to
-// other clients' waiters.
-func (h *hub) claim(key string) *waiter {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[key]
-	if q == nil || len(q.waiters) == 0 {
-		return nil
-	}
-	w := q.waiters[0]
-	if w.busy || w.claimed || w.lo.owner != "" {
-		return nil
-	}
-	if q.streak >= maxHandovers {
-		q.streak = 0
-		return nil
-	}
-	q.streak++
-	w.claimed = true
-	return w
-}
-
 // leave takes the waiter out of line. If it was first and did not get the
 // lock, the next in line tries at once; if it got the lock, the next waits
 // for its release. Out of line, no releaser can claim it any more; a
 // hand-over claimed before is waited for, and the lock it brings given back.
-func (w *waiter) leave(acquired bool) {
-	w.dequeue(acquired)
+func (w *waiter) leave(gotLock bool) {
+	w.dequeue(gotLock)
 	w.h.mu.Lock()
 	claimed := w.claimed
 	w.h.mu.Unlock()
@@ -262,7 +152,7 @@ func (w *waiter) leave(acquired bool) {
 	}
 }
 
-func (w *waiter) dequeue(acquired bool) {
+func (w *waiter) dequeue(gotLock bool) {
 	h := w.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -288,7 +178,7 @@ func (w *waiter) dequeue(acquired bool) {
 	if i == 0 {
 		next := q.waiters[0]
 		close(next.turn)
-		if !acquired {
+		if !gotLock {
 			next.poke()
 		}
 	}
@@ -300,47 +190,6 @@ func (h *hub) notify(key string) {
 	defer h.mu.Unlock()
 	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
 		q.waiters[0].poke()
-	}
-}
-
-func (h *hub) confirm(node int, key string, on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[key]
-	if q == nil || q.confirmed[node] == on {
-		return
-	}
-	q.confirmed[node] = on
-	if !on {
-		q.nconf--
-		return
-	}
-	q.nconf++
-	if q.nconf >= h.need && !q.readied {
-		q.readied = true
-		close(q.ready)
-	}
-}
-
-// disconnected forgets a master's confirmations when its connection drops.
-func (h *hub) disconnected(node int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, q := range h.queues {
-		if q.confirmed[node] {
-			q.confirmed[node] = false
-			q.nconf--
-		}
-	}
-}
-
-// markDeaf records a master that can never announce releases.
-func (h *hub) markDeaf() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.deaf++
-	if len(h.subs)-h.deaf == h.need-1 {
-		close(h.hopeless)
 	}
 }
 

@@ -1,0 +1,254 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/quorumlock/quorumlock/clock"
+)
+
+// Vote is one node's answer in a fan-out.
+type Vote int8
+
+const (
+	// No means the node refused or failed; the error says which.
+	No Vote = iota
+	// Yes means the node carried out the operation and its vote counts.
+	Yes
+	// Abstain means the node carried out the operation but its vote must not
+	// count, for example a master that restarted too recently to be trusted.
+	Abstain
+)
+
+// Op is one node's part of a fan-out: what the node answered, its vote, and
+// why it failed or refused. ctx carries the node's deadline; an Op that does
+// I/O must stop by then.
+type Op[T any] func(ctx context.Context, node int) (T, Vote, error)
+
+// Config says how to run a fan-out.
+type Config struct {
+	// Nodes is the number of nodes, N.
+	Nodes int
+	// Need is how many Yes votes decide success. Run returns as soon as Need
+	// nodes said yes, or as soon as the nodes still outstanding can no longer
+	// bring the count there. Zero means: wait for every node.
+	Need int
+	// Timeout bounds each node's operation. Zero means no bound but ctx.
+	Timeout time.Duration
+	// Clock measures the timeout. Nil means clock.Real().
+	Clock clock.Clock
+}
+
+// Reply is what one node's operation returned.
+type Reply[T any] struct {
+	Value T
+	Vote  Vote
+	Err   error
+}
+
+// Node is one node's part of a fan-out. Its reply is set once, before Done
+// is closed.
+type Node[T any] struct {
+	done  chan struct{}
+	reply Reply[T]
+}
+
+// Done returns a channel closed once the node's operation has returned.
+func (n *Node[T]) Done() <-chan struct{} { return n.done }
+
+// Reply returns the node's reply and true once it is in; a zero Reply and
+// false while the operation still runs.
+func (n *Node[T]) Reply() (Reply[T], bool) {
+	select {
+	case <-n.done:
+		return n.reply, true
+	default:
+		return Reply[T]{}, false
+	}
+}
+
+// Result says what each node did by the time Run returned, and keeps every
+// node's entry for what it does later.
+type Result[T any] struct {
+	Yes       []int // nodes that voted yes, in the order they answered
+	No        []int // nodes that refused or failed, in the order they answered
+	Abstained []int // nodes that carried out the operation without a vote
+	Pending   []int // nodes with no answer yet: slow, hung, or past their timeout
+
+	need  int
+	nodes []*Node[T]
+	err   error
+}
+
+// OK reports whether the Yes votes reached the quorum.
+func (r *Result[T]) OK() bool { return len(r.Yes) >= r.need }
+
+// Nodes returns N, the number of nodes.
+func (r *Result[T]) Nodes() int { return len(r.nodes) }
+
+// Node returns node i's entry.
+func (r *Result[T]) Node(i int) *Node[T] { return r.nodes[i] }
+
+// Done returns a channel closed once node i's operation has returned, even
+// if that happened after Run returned.
+func (r *Result[T]) Done(i int) <-chan struct{} { return r.nodes[i].done }
+
+// Reply returns node i's reply and true once it is in.
+func (r *Result[T]) Reply(i int) (Reply[T], bool) { return r.nodes[i].Reply() }
+
+// Err returns the errors of the nodes that had answered when Run returned,
+// aggregated as by Aggregate, or nil when none failed.
+func (r *Result[T]) Err() error { return r.err }
+
+// Wait blocks until every node's operation has returned, or ctx is done.
+func (r *Result[T]) Wait(ctx context.Context) error {
+	for _, n := range r.nodes {
+		select {
+		case <-n.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Aggregate returns errs as one *multierror.Error that prints on one line,
+// or nil when errs holds no error. errors.Is and errors.As see each of them.
+func Aggregate(errs ...error) error {
+	var m *multierror.Error
+	for _, e := range errs {
+		if e != nil {
+			m = multierror.Append(m, e)
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	m.ErrorFormat = oneLine
+	return m
+}
+
+func oneLine(errs []error) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// ErrNoNodes is returned by Run when Config.Nodes is not positive.
+var ErrNoNodes = errors.New("fanout: no nodes")
+
+// Run starts op on every node at once and returns when the outcome is known:
+// Need yes votes, a quorum out of reach, every node's timeout passed, or ctx
+// done. Operations still running when Run returns go on in the background
+// until they finish or reach their deadline; the result's entries track them.
+func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
+	if cfg.Nodes <= 0 {
+		return nil, ErrNoNodes
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real()
+	}
+	need := cfg.Need
+	if need <= 0 || need > cfg.Nodes {
+		need = cfg.Nodes
+	}
+	waitAll := cfg.Need <= 0
+
+	opCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Timeout > 0 {
+		// One deadline serves every node: they all start now.
+		opCtx, cancel = clk.WithTimeout(ctx, cfg.Timeout)
+	}
+
+	res := &Result[T]{need: need, nodes: make([]*Node[T], cfg.Nodes), Yes: make([]int, 0, cfg.Nodes)}
+	w := &workers[T]{op: op, ctx: opCtx, cancel: cancel, answered: make(chan int, cfg.Nodes)} // buffered: a straggler never blocks
+	w.running.Store(int32(cfg.Nodes))
+	for i := range cfg.Nodes {
+		res.nodes[i] = &Node[T]{done: make(chan struct{})}
+		go w.run(i, res.nodes[i])
+	}
+
+	s := sorter[T]{res: res, answered: make([]bool, cfg.Nodes), outstanding: cfg.Nodes}
+collect:
+	for s.outstanding > 0 {
+		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+s.outstanding < need) {
+			break
+		}
+		select {
+		case i := <-w.answered:
+			s.take(i)
+		case <-opCtx.Done():
+			// Replies that arrived with the deadline still count.
+			for s.outstanding > 0 {
+				select {
+				case i := <-w.answered:
+					s.take(i)
+				default:
+					break collect
+				}
+			}
+		}
+	}
+	for i, a := range s.answered {
+		if !a {
+			res.Pending = append(res.Pending, i)
+		}
+	}
+	res.err = Aggregate(s.errs...)
+	return res, nil
+}
+
+// workers is what the goroutines of one fan-out share.
+type workers[T any] struct {
+	op       Op[T]
+	ctx      context.Context
+	cancel   context.CancelFunc
+	answered chan int
+	running  atomic.Int32
+}
+
+func (w *workers[T]) run(i int, n *Node[T]) {
+	v, vote, err := w.op(w.ctx, i)
+	n.reply = Reply[T]{Value: v, Vote: vote, Err: err}
+	close(n.done)
+	w.answered <- i
+	if w.running.Add(-1) == 0 {
+		w.cancel() // the last one out releases the deadline's timer
+	}
+}
+
+// sorter sorts the nodes of a fan-out by their votes as they answer.
+type sorter[T any] struct {
+	res         *Result[T]
+	answered    []bool
+	errs        []error
+	outstanding int
+}
+
+func (s *sorter[T]) take(i int) {
+	r := s.res.nodes[i].reply // in: its done is closed before i is sent
+	s.outstanding--
+	s.answered[i] = true
+	switch r.Vote {
+	case Yes:
+		s.res.Yes = append(s.res.Yes, i)
+	case Abstain:
+		s.res.Abstained = append(s.res.Abstained, i)
+	default:
+		s.res.No = append(s.res.No, i)
+	}
+	if r.Err != nil {
+		s.errs = append(s.errs, r.Err)
+	}
+}

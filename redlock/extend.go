@@ -1,0 +1,168 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
+)
+
+// Extend sets the lock's TTL to ttl on every master that still holds it, in
+// parallel. It succeeds only if a quorum did so and the new validity is
+// positive; then Until moves on. Otherwise the lock must be treated as lost:
+// Extend returns an error wrapping ErrLockLost, closes Done, and Err reports
+// the loss. A reentrant lock's TTL is never shortened.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := l.checkObtained(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return invalid("nil context")
+	}
+	ttl, err := l.c.checkKeyTTL(ctx, l.req.key, ttl)
+	if err != nil {
+		return err
+	}
+	if err := notAttempted(ctx, "extension", l.req.key); err != nil {
+		return err
+	}
+	if err := l.c.enter(); err != nil {
+		return err
+	}
+	defer l.c.work.done()
+	l.op.Lock()
+	defer l.op.Unlock()
+	if err := l.checkHeld(); err != nil {
+		return err
+	}
+	until, err := l.extend(ctx, ttl)
+	if err != nil {
+		l.end(lost, ErrLockLost)
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	l.moved(until, ttl)
+	return nil
+}
+
+// moved records an extension: the lock is valid until until, with ttl. The
+// watchdog, if any, plans its next extension from these.
+func (l *Lock) moved(until time.Time, ttl time.Duration) {
+	l.mu.Lock()
+	l.until, l.req.ttl = until, ttl
+	l.mu.Unlock()
+	if l.rearm != nil {
+		select {
+		case l.rearm <- struct{}{}:
+		default: // a replan is already pending
+		}
+	}
+}
+
+// errGone means a quorum can no longer be reached: enough masters answered
+// that they do not hold the token.
+var errGone = errors.New("too many masters no longer hold the token")
+
+// extend runs one extension round and returns the new end of validity.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	c := l.c
+	req := l.req.withArgv()
+	req.ttl = ttl
+	c.noteTTL(ttl)
+	window := c.guardWindow()
+	start := c.o.clock.Now()
+	res, err := fanOut(ctx, c, c.overMasters(c.quorum, c.nodeTimeout(ttl)),
+		func(ctx context.Context, i int) (extended, fanout.Vote, error) {
+			e, err := c.nodes[i].extend(ctx, req)
+			if err != nil {
+				return lapsed, fanout.No, c.nodeErr(i, err)
+			}
+			if e != renewed {
+				return e, fanout.No, c.nodeErr(i, ErrLockNotHeld)
+			}
+			return e, c.vote(i, window), nil
+		})
+	if err != nil {
+		return time.Time{}, err
+	}
+	validity := quorumlock.Validity(ttl, c.o.clock.Since(start), c.o.drift)
+	if res.OK() && validity > 0 {
+		l.retake(req, res)
+		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
+	}
+	gone := 0
+	for _, i := range res.No {
+		if rep, _ := res.Reply(i); errors.Is(rep.Err, ErrLockNotHeld) {
+			gone++
+		}
+	}
+	why := fmt.Sprintf("%d of %d masters extended it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
+	if res.OK() {
+		why = fmt.Sprintf("validity %v left", validity)
+	}
+	if gone > len(c.nodes)-c.quorum {
+		return time.Time{}, fmt.Errorf("%w: %s", errGone, why)
+	}
+	if err := res.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", why, err)
+	}
+	return time.Time{}, errors.New(why)
+}
+
+// retake sets the lock again, in the background, on masters where the
+// extension found its key gone (a master restarted empty, say), those that
+// answered late included, so that the lock keeps every master it can. It is
+// called only after the extension proved that a quorum held the lock
+// throughout: no one else can have taken it meanwhile, and a master taken
+// back now is the holder's as much as those that never lost the key. Taken
+// back later, when the lock may have ended, the key only waits out its TTL:
+// an extension then cannot count it, since a quorum no longer holds the
+// token.
+//
+// Each retake goes on the lock's trail before retake returns, so a Release,
+// which must wait for the Extend that called it, is ordered after it on
+// every master.
+func (l *Lock) retake(req request, res *fanout.Result[extended]) {
+	n := res.Nodes()
+	if len(res.Yes) == n {
+		return
+	}
+	c := l.c
+	req = req.withArgv()
+	timeout := c.nodeTimeout(req.ttl)
+	extended := make([]bool, n)
+	for _, i := range res.Yes {
+		extended[i] = true
+	}
+	for i := range n {
+		if extended[i] {
+			continue
+		}
+		sent := newRetakeRequest()
+		l.trail.add(i, sent)
+		c.spawn(func() { sent.finish(l.retakeOn(i, req, res, timeout)) })
+	}
+}
+
+// retakeOn sets the lock again on master i once the extension's request
+// there has returned, if it found the key gone. It reports whether the
+// retake got no reply.
+func (l *Lock) retakeOn(i int, req request, res *fanout.Result[extended], timeout time.Duration) (noReply bool) {
+	c := l.c
+	<-res.Done(i) // bounded by the extension's node timeout
+	if rep, _ := res.Reply(i); rep.Value != vacant {
+		return false
+	}
+	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	g, err := c.nodes[i].acquire(ctx, req)
+	if err != nil {
+		return true
+	}
+	if g.ok && g.counter < l.fence {
+		c.nodes[i].raiseFence(ctx, req, l.fence)
+	}
+	return false
+}

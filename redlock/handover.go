@@ -1,0 +1,127 @@
+package redlock
+
+import "context"
+
+// handOver passes a plain lock straight to a goroutine of this client that
+// waits for it, in one round instead of a release and an acquire: on each
+// master the key goes from this token to the waiter's, never free in
+// between, under the rules of any acquisition (quorum, validity, fence,
+// roll-back). If the hand-over fails the waiter tries again by itself and
+// this lock is released as usual. A lock past its validity is not handed
+// over: its Release must report it.
+func (l *Lock) handOver(ctx context.Context) handOverResult {
+	if l.req.owner != "" || l.Validity() <= 0 || l.trail.unsure() {
+		// A request of this lock that got no reply may still land: only a
+		// release leaves the tombstone that turns it away.
+		return notHandedOver
+	}
+	c := l.c
+	w := c.hub.claim(l.req.key)
+	if w == nil {
+		return notHandedOver
+	}
+	a := c.attempt(ctx, l.req.key, w.ttl, w.lo, &takeOver{token: l.req.token, trail: l.trail})
+	result := notHandedOver
+	if a.lock != nil {
+		// Read, before the waiter has the lock, whether any master of its
+		// quorum still held this token.
+		result = handedOverFree
+		for _, i := range a.lock.Granted() {
+			if g, _, _ := a.lock.won.answer(i); g.grant.tookOver {
+				result = handedOver
+				break
+			}
+		}
+	}
+	w.handed <- a.lock
+	return result
+}
+
+// takeOver is the lock a hand-over takes over: on each master, its
+// requests (trail) must land first, and the acquire replaces its token.
+type takeOver struct {
+	token string
+	trail *trail
+}
+
+type handOverResult int8
+
+const (
+	notHandedOver  handOverResult = iota
+	handedOver                    // the waiter holds the lock, taken over from this one
+	handedOverFree                // the waiter holds the lock, but no master of its quorum held this one any more
+)
+
+// maxHandovers bounds how often a key passes straight between goroutines of
+// this client before a plain release gives other clients' waiters their turn.
+const maxHandovers = 8
+
+// begin marks the waiter busy with an attempt of its own, unless a releaser
+// has claimed it: then it waits for the hand-over under way, one round
+// bounded by the node timeout, and returns its outcome with claimed set.
+func (w *waiter) begin() (handed *Lock, claimed bool) {
+	w.h.mu.Lock()
+	if !w.claimed {
+		w.busy = true
+		w.h.mu.Unlock()
+		return nil, false
+	}
+	w.h.mu.Unlock()
+	l := <-w.handed
+	w.settle()
+	return l, true
+}
+
+// end marks the waiter's attempt over.
+func (w *waiter) end() {
+	w.h.mu.Lock()
+	w.busy = false
+	w.h.mu.Unlock()
+}
+
+// settle clears a claim whose outcome was taken.
+func (w *waiter) settle() {
+	w.h.mu.Lock()
+	w.claimed = false
+	w.h.mu.Unlock()
+}
+
+// giveUp ends the wait with err. A hand-over already under way to this
+// waiter is waited for, and the lock it brings is given back.
+func (w *waiter) giveUp(ctx context.Context, err error) (*Lock, error) {
+	w.h.mu.Lock()
+	claimed := w.claimed
+	w.h.mu.Unlock()
+	if claimed {
+		if l := <-w.handed; l != nil {
+			l.Release(context.WithoutCancel(ctx))
+		}
+		w.settle()
+	}
+	return nil, err
+}
+
+// claim picks the waiter a release of key may hand the lock to: the first
+// in line, not busy with an attempt, waiting for a plain lock. Goroutines
+// of one client could pass a key between them for ever; after maxHandovers
+// in a row claim says no, so that a plain release announces the key to
+// other clients' waiters.
+func (h *hub) claim(key string) *waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if q == nil || len(q.waiters) == 0 {
+		return nil
+	}
+	w := q.waiters[0]
+	if w.busy || w.claimed || w.lo.owner != "" {
+		return nil
+	}
+	if q.streak >= maxHandovers {
+		q.streak = 0
+		return nil
+	}
+	q.streak++
+	w.claimed = true
+	return w
+}

@@ -1,0 +1,163 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/quorumlock/quorumlock/internal/fanout"
+)
+
+// Release deletes the lock on every master that holds it, in parallel, and
+// announces the release to waiters.
+//
+// It returns nil once a quorum of masters answered and at least one still
+// held the token; the others finish within the node timeout. It returns
+// ErrLockNotHeld when a quorum answered and none held the token any more:
+// the lock had expired, so it counts as lost and Err reports ErrLockLost. It
+// returns the aggregated *NodeError values when fewer than a quorum could be
+// reached; the lock then stays as it was and Release may be called again. On
+// a lock already lost it still deletes what is left and returns ErrLockLost.
+//
+// For a reentrant lock, Release gives up this hold; the key is freed, and
+// waiters are woken, with the last hold.
+//
+// A ctx already done when Release is called leaves the lock as it was and
+// returns an error wrapping the ctx's cause: nothing was sent. Once begun,
+// a release runs to its end, whatever ctx does, so that what it returns is
+// what the masters did: each master's part is bounded by the node timeout.
+// The deletes still running when it returns (at a quorum) are the client's
+// to finish: Close waits for them.
+func (l *Lock) Release(ctx context.Context) error {
+	if err := l.checkObtained(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return invalid("nil context")
+	}
+	if err := notAttempted(ctx, "release", l.req.key); err != nil {
+		return err
+	}
+	if err := l.c.enter(); err != nil {
+		return err
+	}
+	defer l.c.work.done()
+	ctx = context.WithoutCancel(ctx)
+	l.stopWatchdog()
+	l.op.Lock()
+	defer l.op.Unlock()
+	wasLost := false
+	if err := l.checkHeld(); err != nil {
+		if !errors.Is(err, ErrLockLost) {
+			return err
+		}
+		wasLost = true
+	}
+	if !wasLost {
+		switch l.handOver(ctx) {
+		case handedOver:
+			l.end(releasedState, nil)
+			return nil
+		case handedOverFree:
+			// The waiter has the lock, but this one had ended unseen.
+			l.end(lost, ErrLockLost)
+			return fmt.Errorf("%w: no master of the new holder's quorum still held key %q", ErrLockNotHeld, l.req.key)
+		}
+	}
+	err := l.release(ctx)
+	switch {
+	case wasLost:
+		return ErrLockLost
+	case err == nil:
+		l.end(releasedState, nil)
+	case errors.Is(err, ErrLockNotHeld):
+		l.end(lost, ErrLockLost)
+	}
+	return err
+}
+
+func (l *Lock) release(ctx context.Context) error {
+	c := l.c
+	n := len(c.nodes)
+	req := l.req.withArgv()
+	timeout := c.nodeTimeout(l.req.ttl)
+	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
+		func(_ context.Context, i int) (released, fanout.Vote, error) {
+			// Every request of this lock still on its way here must return
+			// before its delete, which then gets a node timeout of its own.
+			unsure, _ := l.trail.settle(context.Background(), i)
+			ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
+			defer cancel()
+			if a, _, _ := l.won.answer(i); a.grant.ok && a.grant.counter < l.fence && !l.fenced[i] { // in: the trail waited for it
+				// A master that granted outside the quorum counts below the
+				// fence: raise it while the token still holds the key there, so
+				// that the masters agree on the next fence without a round trip.
+				c.nodes[i].raiseFence(ctx, req, l.fence)
+			}
+			r := req
+			if unsure {
+				// One of them got no reply and may still land: leave the
+				// token's tombstone, which turns it away.
+				r.tombstone, r.argv = true, nil
+			}
+			out, err := c.nodes[i].release(ctx, r)
+			if err != nil {
+				// The delete may not have landed: the client keeps trying
+				// in the background, while the key can still be there.
+				c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
+				return notHeld, fanout.No, c.nodeErr(i, err)
+			}
+			return out, fanout.Yes, nil
+		})
+	if err != nil {
+		return err
+	}
+	if h := hear(res, res.Yes); h.freed {
+		c.hub.notify(l.req.key)
+		if res.OK() {
+			return nil
+		}
+	} else if h.held && res.OK() {
+		return nil
+	}
+	// The first answers did not settle it: hear every master, each bounded by
+	// the node timeout, before saying nobody held the lock.
+	res.Wait(ctx)
+	var answered []int
+	var failed []error
+	for i := range n {
+		rep, ok := res.Reply(i)
+		switch {
+		case !ok:
+			failed = append(failed, c.nodeErr(i, errNoReply))
+		case rep.Err != nil:
+			failed = append(failed, rep.Err)
+		default:
+			answered = append(answered, i)
+		}
+	}
+	agg := fanout.Aggregate(failed...)
+	switch {
+	case len(answered) >= c.quorum && hear(res, answered).held:
+		return nil
+	case len(answered) >= c.quorum && agg == nil:
+		return fmt.Errorf("%w: no master still held key %q", ErrLockNotHeld, l.req.key)
+	case len(answered) >= c.quorum:
+		return fmt.Errorf("%w: no reachable master still held key %q: %w", ErrLockNotHeld, l.req.key, agg)
+	}
+	return agg
+}
+
+// heard is what the given masters answered a release: whether any still
+// held the token, and whether any freed the key.
+type heard struct{ held, freed bool }
+
+func hear(res *fanout.Result[released], masters []int) heard {
+	var h heard
+	for _, i := range masters {
+		rep, _ := res.Reply(i) // every master given has answered
+		h.held = h.held || rep.Value != notHeld
+		h.freed = h.freed || rep.Value == freed || rep.Value == freedUnannounced
+	}
+	return h
+}
