@@ -47,7 +47,7 @@ func pausedTargets(t *testing.T) map[string]pausedTarget {
 		"plain":  {plain.Addr(), nil},
 		"AUTH":   {auth.Addr(), []pool.Option{pool.WithAuth("", defaultPassword)}},
 		"SELECT": {plain.Addr(), []pool.Option{pool.WithDB(2)}},
-		"TLS":    {tlsSrv.TLSAddr(), []pool.Option{pool.WithTLS(pki.clientTLS())}},
+		"TLS":    {tlsSrv.TLSAddr(), []pool.Option{pool.WithTLS(pki.ClientTLS())}},
 	}
 }
 

@@ -35,9 +35,9 @@ func mtlsURL(userinfo string, port int, q url.Values) string {
 // client, which may be another PKI's.
 func mtlsParams(pki, client testPKI) url.Values {
 	return url.Values{
-		"tls_ca_file":   {pki.caFile},
-		"tls_cert_file": {client.clientCert},
-		"tls_key_file":  {client.clientKey},
+		"tls_ca_file":   {pki.CAFile},
+		"tls_cert_file": {client.ClientCert},
+		"tls_key_file":  {client.ClientKey},
 	}
 }
 
@@ -89,7 +89,7 @@ func TestMutualTLS_BadClientCertificate_RefusedWithTheServersReason(t *testing.T
 	other := newTestPKI(t, "other")
 	srv := startTLSRedisAuth(t, pki, "yes")
 	// The server's own certificate is not for client authentication.
-	serverAsClient := testPKI{clientCert: pki.certFile, clientKey: pki.keyFile}
+	serverAsClient := testPKI{ClientCert: pki.CertFile, ClientKey: pki.KeyFile}
 
 	tests := []struct {
 		name     string
@@ -97,8 +97,8 @@ func TestMutualTLS_BadClientCertificate_RefusedWithTheServersReason(t *testing.T
 		params   url.Values
 		want     string
 	}{
-		{"no certificate", "", url.Values{"tls_ca_file": {pki.caFile}}, "remote error: tls: certificate required"},
-		{"no certificate, AUTH in the dial", ":pw", url.Values{"tls_ca_file": {pki.caFile}}, "remote error: tls: certificate required"},
+		{"no certificate", "", url.Values{"tls_ca_file": {pki.CAFile}}, "remote error: tls: certificate required"},
+		{"no certificate, AUTH in the dial", ":pw", url.Values{"tls_ca_file": {pki.CAFile}}, "remote error: tls: certificate required"},
 		{"signed by another CA", "", mtlsParams(pki, other), "remote error: tls: unknown certificate authority"},
 		{"signed by another CA, AUTH in the dial", ":pw", mtlsParams(pki, other), "remote error: tls: unknown certificate authority"},
 		{"not a client certificate", "", mtlsParams(pki, serverAsClient), "remote error: tls: "},
@@ -126,7 +126,7 @@ func TestMutualTLS_NewFromAddrs_LocksAndReleases(t *testing.T) {
 	for range 3 {
 		srv := startTLSRedisAuth(t, pki, "yes")
 		addrs = append(addrs, mtlsURL("", srv.TLSPort, mtlsParams(pki, pki)))
-		noCert = append(noCert, mtlsURL("", srv.TLSPort, url.Values{"tls_ca_file": {pki.caFile}}))
+		noCert = append(noCert, mtlsURL("", srv.TLSPort, url.Values{"tls_ca_file": {pki.CAFile}}))
 	}
 	opts := []redlock.Option{
 		redlock.WithRestartGuard(0), // the masters are fresh
@@ -193,7 +193,7 @@ func TestMutualTLS_BadParameters_NewNamesTheFile(t *testing.T) {
 	huge := filepath.Join(dir, "huge.pem")
 	require.NoError(t, os.WriteFile(huge, make([]byte, 2<<20), 0o600))
 	const secret = "Pw-s3cr3t"
-	keyPEM, err := os.ReadFile(pki.clientKey)
+	keyPEM, err := os.ReadFile(pki.ClientKey)
 	require.NoError(t, err)
 	keyBody := strings.Split(string(keyPEM), "\n")[1] // a line of the key itself
 
@@ -215,31 +215,31 @@ func TestMutualTLS_BadParameters_NewNamesTheFile(t *testing.T) {
 			[]string{`CA file "` + missing + `"`, "no such file"}, true},
 		{"empty CA file", mtlsURL("u:"+secret, 6380, q("tls_ca_file", empty)), nil,
 			[]string{`CA file "` + empty + `"`, "no PEM certificate"}, false},
-		{"a key as the CA file", mtlsURL("u:"+secret, 6380, q("tls_ca_file", pki.clientKey)), nil,
-			[]string{`CA file "` + pki.clientKey + `"`, "no PEM certificate"}, false},
+		{"a key as the CA file", mtlsURL("u:"+secret, 6380, q("tls_ca_file", pki.ClientKey)), nil,
+			[]string{`CA file "` + pki.ClientKey + `"`, "no PEM certificate"}, false},
 		{"a directory as the CA file", mtlsURL("", 6380, q("tls_ca_file", dir)), nil,
 			[]string{`CA file "` + dir + `"`, "not a regular file"}, false},
 		{"a huge CA file", mtlsURL("", 6380, q("tls_ca_file", huge)), nil,
 			[]string{`CA file "` + huge + `"`, "larger than"}, false},
-		{"missing certificate file", mtlsURL("u:"+secret, 6380, q("tls_cert_file", missing, "tls_key_file", pki.clientKey)), nil,
+		{"missing certificate file", mtlsURL("u:"+secret, 6380, q("tls_cert_file", missing, "tls_key_file", pki.ClientKey)), nil,
 			[]string{`client certificate "` + missing + `"`, "no such file"}, true},
-		{"missing key file", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.clientCert, "tls_key_file", missing)), nil,
+		{"missing key file", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.ClientCert, "tls_key_file", missing)), nil,
 			[]string{`client key "` + missing + `"`, "no such file"}, true},
-		{"certificate without key", mtlsURL("", 6380, q("tls_cert_file", pki.clientCert)), nil,
-			[]string{`client certificate "` + pki.clientCert + `" has no key file`}, false},
-		{"key without certificate", mtlsURL("", 6380, q("tls_key_file", pki.clientKey)), nil,
-			[]string{`client key "` + pki.clientKey + `" has no certificate file`}, false},
-		{"key of another certificate", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.clientCert, "tls_key_file", other.clientKey)), nil,
-			[]string{`client certificate "` + pki.clientCert + `" with key "` + other.clientKey + `"`, "does not match"}, false},
-		{"certificate and key swapped", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.clientKey, "tls_key_file", pki.clientCert)), nil,
-			[]string{`client certificate "` + pki.clientKey + `"`}, false},
-		{"tls parameter on a redis:// URL", "redis://:" + secret + "@127.0.0.1:6380?tls_ca_file=" + url.QueryEscape(pki.caFile), nil,
+		{"certificate without key", mtlsURL("", 6380, q("tls_cert_file", pki.ClientCert)), nil,
+			[]string{`client certificate "` + pki.ClientCert + `" has no key file`}, false},
+		{"key without certificate", mtlsURL("", 6380, q("tls_key_file", pki.ClientKey)), nil,
+			[]string{`client key "` + pki.ClientKey + `" has no certificate file`}, false},
+		{"key of another certificate", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.ClientCert, "tls_key_file", other.ClientKey)), nil,
+			[]string{`client certificate "` + pki.ClientCert + `" with key "` + other.ClientKey + `"`, "does not match"}, false},
+		{"certificate and key swapped", mtlsURL("u:"+secret, 6380, q("tls_cert_file", pki.ClientKey, "tls_key_file", pki.ClientCert)), nil,
+			[]string{`client certificate "` + pki.ClientKey + `"`}, false},
+		{"tls parameter on a redis:// URL", "redis://:" + secret + "@127.0.0.1:6380?tls_ca_file=" + url.QueryEscape(pki.CAFile), nil,
 			[]string{"tls_ca_file needs a rediss:// URL"}, false},
 		{"skipping verification", "rediss://:" + secret + "@127.0.0.1:6380?tls_insecure_skip_verify=true", nil,
 			[]string{`"tls_insecure_skip_verify"`, "cannot be turned off", "tls_ca_file"}, false},
 		{"skip_verify as other clients spell it", "rediss://127.0.0.1:6380?skip_verify=true", nil,
 			[]string{`"skip_verify"`, "cannot be turned off"}, false},
-		{"WithTLS and tls parameters", mtlsURL("u:"+secret, 6380, mtlsParams(pki, pki)), []pool.Option{pool.WithTLS(pki.clientTLS())},
+		{"WithTLS and tls parameters", mtlsURL("u:"+secret, 6380, mtlsParams(pki, pki)), []pool.Option{pool.WithTLS(pki.ClientTLS())},
 			[]string{"both WithTLS and the URL's tls_* parameters"}, false},
 	}
 	for _, tt := range tests {
@@ -263,7 +263,7 @@ func TestTLSParams_Config(t *testing.T) {
 	pki := newTestPKI(t, "good")
 	srv := startTLSRedisAuth(t, pki, "yes")
 
-	cfg, err := pool.TLSParams{CAFile: pki.caFile, CertFile: pki.clientCert, KeyFile: pki.clientKey, ServerName: "localhost"}.Config()
+	cfg, err := pool.TLSParams{CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, ServerName: "localhost"}.Config()
 	require.NoError(t, err)
 	assert.Equal(t, "localhost", cfg.ServerName)
 	assert.Len(t, cfg.Certificates, 1)
@@ -276,9 +276,9 @@ func TestTLSParams_Config(t *testing.T) {
 	assert.Nil(t, cfg.RootCAs)
 	assert.Empty(t, cfg.Certificates)
 
-	_, err = pool.TLSParams{CAFile: pki.caFile, CertFile: pki.clientCert}.Config()
+	_, err = pool.TLSParams{CAFile: pki.CAFile, CertFile: pki.ClientCert}.Config()
 	require.Error(t, err)
-	assert.Equal(t, `pool: client certificate "`+pki.clientCert+`" has no key file: give both or neither`, err.Error())
+	assert.Equal(t, `pool: client certificate "`+pki.ClientCert+`" has no key file: give both or neither`, err.Error())
 	_, err = pool.TLSParams{CAFile: filepath.Join(t.TempDir(), "nope.pem")}.Config()
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }

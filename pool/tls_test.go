@@ -1,20 +1,9 @@
 package pool_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
@@ -26,91 +15,9 @@ import (
 
 // testPKI is a throwaway CA, a server certificate it signed for 127.0.0.1
 // and localhost, and a client certificate it signed, written as PEM files.
-type testPKI struct {
-	caFile, certFile, keyFile string
-	clientCert, clientKey     string
-	roots                     *x509.CertPool
-}
+type testPKI = redistest.PKI
 
-func newTestPKI(t *testing.T, name string) testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	now := time.Now()
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name + " test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "redis"},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-
-	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	clientTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: name + " locker"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
-	require.NoError(t, err)
-	clientKeyDER, err := x509.MarshalPKCS8PrivateKey(clientKey)
-	require.NoError(t, err)
-
-	pki := testPKI{
-		caFile:     filepath.Join(dir, "ca.pem"),
-		certFile:   filepath.Join(dir, "server.pem"),
-		keyFile:    filepath.Join(dir, "server-key.pem"),
-		clientCert: filepath.Join(dir, "client.pem"),
-		clientKey:  filepath.Join(dir, "client-key.pem"),
-		roots:      x509.NewCertPool(),
-	}
-	pki.roots.AddCert(ca)
-	writePEM(t, pki.caFile, "CERTIFICATE", caDER)
-	writePEM(t, pki.certFile, "CERTIFICATE", der)
-	writePEM(t, pki.keyFile, "PRIVATE KEY", keyDER)
-	writePEM(t, pki.clientCert, "CERTIFICATE", clientDER)
-	writePEM(t, pki.clientKey, "PRIVATE KEY", clientKeyDER)
-	return pki
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-}
-
-// clientTLS returns a client configuration that trusts pki's CA.
-func (pki testPKI) clientTLS() *tls.Config {
-	return &tls.Config{RootCAs: pki.roots, MinVersion: tls.VersionTLS12}
-}
+func newTestPKI(t *testing.T, name string) testPKI { return redistest.NewPKI(t, name) }
 
 // tlsServer is a redis-server with a TLS port beside the plain one.
 type tlsServer struct {
@@ -148,9 +55,9 @@ func startTLSRedisAuth(t *testing.T, pki testPKI, authClients string) tlsServer 
 	port := freePort(t)
 	srv := redistest.Start(t, 1, redistest.Ephemeral,
 		"--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", pki.certFile,
-		"--tls-key-file", pki.keyFile,
-		"--tls-ca-cert-file", pki.caFile,
+		"--tls-cert-file", pki.CertFile,
+		"--tls-key-file", pki.KeyFile,
+		"--tls-ca-cert-file", pki.CAFile,
 		"--tls-auth-clients", authClients,
 	)[0]
 	started = true
@@ -167,11 +74,11 @@ func TestTLS_Connects(t *testing.T) {
 		addr string
 		opts []pool.Option
 	}{
-		{"WithTLS on host:port", srv.TLSAddr(), []pool.Option{pool.WithTLS(pki.clientTLS())}},
-		{"rediss URL with roots", "rediss://127.0.0.1:" + port, []pool.Option{pool.WithTLS(pki.clientTLS())}},
-		{"redis URL with WithTLS", "redis://127.0.0.1:" + port, []pool.Option{pool.WithTLS(pki.clientTLS())}},
-		{"server name from a DNS host", "rediss://localhost:" + port, []pool.Option{pool.WithTLS(pki.clientTLS())}},
-		{"explicit server name", srv.TLSAddr(), []pool.Option{pool.WithTLS(&tls.Config{RootCAs: pki.roots, ServerName: "localhost"})}},
+		{"WithTLS on host:port", srv.TLSAddr(), []pool.Option{pool.WithTLS(pki.ClientTLS())}},
+		{"rediss URL with roots", "rediss://127.0.0.1:" + port, []pool.Option{pool.WithTLS(pki.ClientTLS())}},
+		{"redis URL with WithTLS", "redis://127.0.0.1:" + port, []pool.Option{pool.WithTLS(pki.ClientTLS())}},
+		{"server name from a DNS host", "rediss://localhost:" + port, []pool.Option{pool.WithTLS(pki.ClientTLS())}},
+		{"explicit server name", srv.TLSAddr(), []pool.Option{pool.WithTLS(&tls.Config{RootCAs: pki.Roots, ServerName: "localhost"})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,7 +103,7 @@ func TestTLS_Connects(t *testing.T) {
 func TestTLS_ConfigIsNotModified(t *testing.T) {
 	pki := newTestPKI(t, "good")
 	srv := startTLSRedis(t, pki)
-	cfg := pki.clientTLS()
+	cfg := pki.ClientTLS()
 	p := newPool(t, srv.TLSAddr(), pool.WithTLS(cfg))
 	mustDo(t, p, "PING")
 	assert.Empty(t, cfg.ServerName, "the caller's tls.Config was changed")
@@ -211,7 +118,7 @@ func TestTLS_AuthAndDBOverTLS(t *testing.T) {
 	conn.Close()
 	require.NoError(t, err)
 
-	p := newPool(t, "rediss://alice:"+alicePassword+"@127.0.0.1:"+strconv.Itoa(srv.TLSPort)+"/2", pool.WithTLS(pki.clientTLS()))
+	p := newPool(t, "rediss://alice:"+alicePassword+"@127.0.0.1:"+strconv.Itoa(srv.TLSPort)+"/2", pool.WithTLS(pki.ClientTLS()))
 	info, err := redis.String(mustDo(t, p, "CLIENT", "INFO"), nil)
 	require.NoError(t, err)
 	assert.Contains(t, info, " db=2 ")
@@ -231,8 +138,8 @@ func TestTLS_RefusesWhatItCannotVerify(t *testing.T) {
 		// The system roots do not know the test CA: this also shows that
 		// rediss:// alone turns TLS on and verifies.
 		{"rediss URL with system roots", "rediss://" + srv.TLSAddr(), nil},
-		{"untrusted CA", srv.TLSAddr(), []pool.Option{pool.WithTLS(other.clientTLS())}},
-		{"wrong server name", srv.TLSAddr(), []pool.Option{pool.WithTLS(&tls.Config{RootCAs: pki.roots, ServerName: "db.example.com"})}},
+		{"untrusted CA", srv.TLSAddr(), []pool.Option{pool.WithTLS(other.ClientTLS())}},
+		{"wrong server name", srv.TLSAddr(), []pool.Option{pool.WithTLS(&tls.Config{RootCAs: pki.Roots, ServerName: "db.example.com"})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +165,7 @@ func TestTLS_PlainAndTLSPortsDoNotMix(t *testing.T) {
 		assert.Error(t, err)
 	})
 	t.Run("TLS client on the plain port", func(t *testing.T) {
-		p := newPool(t, srv.Addr(), pool.WithTLS(pki.clientTLS()))
+		p := newPool(t, srv.Addr(), pool.WithTLS(pki.ClientTLS()))
 		_, err := p.Get(testCtx(t))
 		assert.Error(t, err)
 		assert.Zero(t, p.Dials())

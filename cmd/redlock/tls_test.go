@@ -1,20 +1,12 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,63 +16,9 @@ import (
 
 // testPKI is a throwaway CA with a server certificate for 127.0.0.1 and
 // localhost and a client certificate that it signed, as PEM files.
-type testPKI struct {
-	ca, serverCert, serverKey, clientCert, clientKey string
-}
+type testPKI = redistest.PKI
 
-func newTestPKI(t *testing.T, name string) testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	now := time.Now()
-	write := func(file, typ string, der []byte) string {
-		path := filepath.Join(dir, file)
-		require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-		return path
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name + " test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	// leaf signs tmpl with the CA and returns the certificate and its key.
-	leaf := func(serial int64, tmpl *x509.Certificate) (der, keyDER []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		tmpl.SerialNumber = big.NewInt(serial)
-		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err = x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		require.NoError(t, err)
-		keyDER, err = x509.MarshalPKCS8PrivateKey(key)
-		require.NoError(t, err)
-		return der, keyDER
-	}
-
-	pki := testPKI{ca: write("ca.pem", "CERTIFICATE", caDER)}
-	der, key := leaf(2, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "redis"},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	pki.serverCert, pki.serverKey = write("server.pem", "CERTIFICATE", der), write("server-key.pem", "PRIVATE KEY", key)
-	der, key = leaf(3, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: name + " locker"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	pki.clientCert, pki.clientKey = write("client.pem", "CERTIFICATE", der), write("client-key.pem", "PRIVATE KEY", key)
-	return pki
-}
+func newTestPKI(t *testing.T, name string) testPKI { return redistest.NewPKI(t, name) }
 
 // tlsMasters starts n redis-servers that serve TLS with pki's server
 // certificate and, as Redis does by default, demand a client certificate
@@ -96,9 +34,9 @@ func tlsMasters(t *testing.T, n int, pki testPKI) string {
 		l.Close()
 		redistest.Start(t, 1, redistest.Ephemeral,
 			"--tls-port", strconv.Itoa(port),
-			"--tls-cert-file", pki.serverCert,
-			"--tls-key-file", pki.serverKey,
-			"--tls-ca-cert-file", pki.ca,
+			"--tls-cert-file", pki.CertFile,
+			"--tls-key-file", pki.KeyFile,
+			"--tls-ca-cert-file", pki.CAFile,
 			"--tls-auth-clients", "yes",
 		)
 		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -109,7 +47,7 @@ func tlsMasters(t *testing.T, n int, pki testPKI) string {
 // tlsArgs are the flags that give pki's CA, and client's certificate and
 // key, to the command.
 func tlsArgs(pki, client testPKI) []string {
-	return []string{"--tls-ca-file", pki.ca, "--tls-cert-file", client.clientCert, "--tls-key-file", client.clientKey}
+	return []string{"--tls-ca-file", pki.CAFile, "--tls-cert-file", client.ClientCert, "--tls-key-file", client.ClientKey}
 }
 
 func TestTLSFlags_MutualTLS_RunAndStatusOnEveryMaster(t *testing.T) {
@@ -158,7 +96,7 @@ func TestTLSFlags_BadCertificates_Refused(t *testing.T) {
 		tls  []string
 		says string
 	}{
-		{"no client certificate", []string{"--tls-ca-file", pki.ca}, "tls: certificate required"},
+		{"no client certificate", []string{"--tls-ca-file", pki.CAFile}, "tls: certificate required"},
 		{"signed by another CA", tlsArgs(pki, other), "tls: unknown certificate authority"},
 		{"server certificate not for --tls-server-name", append(tlsArgs(pki, pki), "--tls-server-name", "db.example.com"), "not db.example.com"},
 		{"server certificate from another CA", tlsArgs(other, pki), "certificate signed by unknown authority"},
