@@ -67,7 +67,11 @@ func TestRun_LockDeletedFromEveryNode_CommandGetsSIGTERM(t *testing.T) {
 	require.NoError(t, cmd.Start())
 
 	ready := filepath.Join(dir, "ready")
-	waitFor(t, 30*time.Second, "the command to start under the lock", func() bool { _, err := os.Stat(ready); return err == nil })
+	// The helper creates the file, then writes its line: wait for the line.
+	waitFor(t, 30*time.Second, "the command to start under the lock", func() bool {
+		b, err := os.ReadFile(ready)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
 	env2, err := os.ReadFile(ready)
 	require.NoError(t, err)
 	key, fence, _ := strings.Cut(strings.TrimSpace(string(env2)), " ")
