@@ -191,6 +191,10 @@ func TestIntegration_Failover_FencesKeepGrowing(t *testing.T) {
 // after that window trusts it at once.
 func TestIntegration_Failover_NewClientsKnowThePromotion(t *testing.T) {
 	const window = time.Second
+	// The TTL bounds the node timeout (a tenth of it): a new client dials
+	// and reads the guard's state within it, so it is not too short for a
+	// loaded machine. The window is set apart from it.
+	const ttl = time.Second
 	srv := masters(t, 2)
 	r := redistest.StartReplica(t, srv[1], aclUser(t)...)
 	require.NoError(t, r.Promote())
@@ -200,7 +204,7 @@ func TestIntegration_Failover_NewClientsKnowThePromotion(t *testing.T) {
 
 	l := &logs{}
 	first := suiteClientAt(t, addrs, WithRestartGuard(window), WithLogger(slog.New(l)))
-	_, err := first.TryLock(ctx, "k", 100*time.Millisecond)
+	_, err := first.TryLock(ctx, "k", ttl)
 	require.ErrorIs(t, err, ErrNotObtained, "the promoted master does not vote yet")
 	promotedSeen := time.Now()
 	st, err := first.Inspect(ctx, "k")
@@ -212,16 +216,16 @@ func TestIntegration_Failover_NewClientsKnowThePromotion(t *testing.T) {
 	// A newcomer while the window runs: it reads the stamp, and waits only
 	// for the rest of the window.
 	second := suiteClientAt(t, addrs, WithRestartGuard(window))
-	_, err = second.TryLock(ctx, "k", 100*time.Millisecond)
+	_, err = second.TryLock(ctx, "k", ttl)
 	require.ErrorIs(t, err, ErrNotObtained)
 
 	// Sleep past the window and past whole-second rounding of uptimes.
 	time.Sleep(time.Until(promotedSeen.Add(window + 2100*time.Millisecond)))
 	third := suiteClientAt(t, addrs, WithRestartGuard(window))
-	lt, err := third.TryLock(ctx, "k", 100*time.Millisecond)
+	lt, err := third.TryLock(ctx, "k", ttl)
 	require.NoError(t, err, "a client that first sees the master after the window trusts it at once")
 	require.NoError(t, lt.Release(ctx))
-	ls, err := second.TryLock(ctx, "k", 100*time.Millisecond)
+	ls, err := second.TryLock(ctx, "k", ttl)
 	require.NoError(t, err)
 	require.NoError(t, ls.Release(ctx))
 }
