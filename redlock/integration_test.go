@@ -357,6 +357,15 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	ctx := context.Background()
 	outer, err := c.TryLock(ctx, "r", 5*time.Second, WithOwner("job-1"))
 	require.NoError(t, err)
+	// TryLock returns at quorum: let the outer hold reach every master.
+	require.Eventually(t, func() bool {
+		for _, s := range srv {
+			if n, _ := redis.Int(do(t, s, "HLEN", stored("r")), nil); n < 2 {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, time.Millisecond)
 	inner, err := c.Lock(ctx, "r", time.Second, WithOwner("job-1"))
 	require.NoError(t, err, "the owner enters again at once")
 	both := 0 // Lock returns at quorum: a straggler may have only the outer hold yet
