@@ -185,9 +185,13 @@ func TestCluster_Failover(t *testing.T) {
 			oldID := runIDOf(t, old)
 			_, err = cmd(t, old, 2*time.Second, "SET", "before", "v")
 			require.NoError(t, err)
-			// Let the write reach the replica before it is detached.
-			_, err = cmd(t, old, 5*time.Second, "WAIT", 1, 2000)
-			require.NoError(t, err)
+			// Let the write reach the replica before it is detached: WAIT
+			// answers how many replicas have it, 0 while the replica is
+			// still syncing on a loaded machine.
+			require.Eventually(t, func() bool {
+				n, err := redis.Int(cmd(t, old, 5*time.Second, "WAIT", 1, 1000))
+				return err == nil && n == 1
+			}, 30*time.Second, 10*time.Millisecond, "the replica acknowledged the write")
 			require.NoError(t, c.DetachReplica(ctx, 0))
 			_, err = cmd(t, old, 2*time.Second, "SET", "after", "v")
 			require.NoError(t, err)
