@@ -23,7 +23,43 @@ func StartReplica(tb testing.TB, master *Server, extra ...string) *Server {
 	if err := r.WaitSynced(10 * time.Second); err != nil {
 		tb.Fatal(err)
 	}
+	if err := waitStreaming(master, r, 10*time.Second); err != nil {
+		tb.Fatal(err)
+	}
 	return r
+}
+
+// waitStreaming waits until writes on master reach replica. A replica that
+// reports its first sync done may still not get them: after a diskless sync
+// the master holds the stream back until the replica's first acknowledgement,
+// up to a second later, and WAIT can count the replica meanwhile. A marker
+// written on master and seen on replica proves the stream flows; it is
+// deleted again, and the deletion seen there too.
+func waitStreaming(master, replica *Server, limit time.Duration) error {
+	const marker = "redistest:replica-sync"
+	deadline := time.Now().Add(limit)
+	for _, want := range []string{"1", ""} {
+		var err error
+		if want != "" {
+			_, err = master.Do("SET", marker, want)
+		} else {
+			_, err = master.Do("DEL", marker)
+		}
+		if err != nil {
+			return err
+		}
+		for {
+			got, err := replica.Do("GET", marker)
+			if (err == nil || errors.Is(err, ErrNil)) && got == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("redistest: writes on %s do not reach its replica %s after %v", master.Addr(), replica.Addr(), limit)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // WaitSynced waits, up to limit, until the server is a replica whose link to
