@@ -4,9 +4,9 @@ GO      ?= go
 # and the fencing guard's tests against real databases.
 MODULES := chaos bench fencing/sqltest
 
-.PHONY: test lint unit redis60 benchtest fencingtest chaos bench bench-report
+.PHONY: test lint unit redis60 benchtest fencingtest model model-deep chaos bench bench-report
 
-test: lint unit benchtest fencingtest chaos
+test: lint unit benchtest fencingtest model chaos
 
 # gofmt, go vet and go mod tidiness over every module.
 lint:
@@ -37,6 +37,15 @@ benchtest:
 # The tests pass under -race too (cd fencing/sqltest && go test -race ./...).
 fencingtest:
 	@if [ -f fencing/sqltest/go.mod ]; then cd fencing/sqltest && $(GO) test -count=1 ./...; fi
+
+# The protocol's Promela model, checked with Spin: the exhaustive checks and
+# every negative control (see model/README.md). model-deep runs the longer
+# bounded searches, outside make test.
+model:
+	model/check.sh
+
+model-deep:
+	model/check.sh deep
 
 # The chaos suite (its own module): see chaos/README.md. It runs every
 # scenario on the process backend and, when a Docker engine answers, on the
