@@ -24,21 +24,39 @@ func (s *Server) Do(args ...string) (string, error) {
 
 // DoAt is Do on the server at addr, which may be behind a Forwarder.
 func DoAt(addr string, args ...string) (string, error) {
+	return doSeq(addr, args)
+}
+
+// doSeq runs commands one after another on one new connection to addr, as
+// a cluster replica needs READONLY before it serves a read, and returns the
+// last reply. It stops at the first error.
+func doSeq(addr string, cmds ...[]string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	var reply string
+	for _, args := range cmds {
+		if reply, err = roundTrip(c, r, addr, args); err != nil {
+			return "", err
+		}
+	}
+	return reply, nil
+}
+
+// roundTrip writes one command to w and reads its reply from r.
+func roundTrip(w io.Writer, r *bufio.Reader, addr string, args []string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err

@@ -1,7 +1,9 @@
 // Package redistest starts real redis-server processes on loopback for tests,
-// and kills, stops, pauses and restarts them by PID.
+// and kills, stops, pauses and restarts them by PID. It also joins them into
+// Redis Clusters with redis-cli, and fails a cluster's masters over.
 //
-// A missing redis-server binary fails the test: integration tests never skip.
+// A missing redis-server or redis-cli binary fails the test: integration
+// tests never skip.
 package redistest
 
 import (

@@ -91,3 +91,35 @@ func TestForwarder_RepointClosesOpenConnections(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "second", v, "a new connection reaches the new target")
 }
+
+func TestHoldBack_ARequestGivenUpOnStillArrives(t *testing.T) {
+	s := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	h := redistest.NewHoldBack(t, s.Addr())
+	require.Error(t, h.Deliver(time.Second), "nothing is held back yet")
+	h.Hold([]byte("late-value"))
+
+	c, err := net.DialTimeout("tcp", h.Addr(), time.Second)
+	require.NoError(t, err)
+	_, err = c.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\nlate-value\r\n"))
+	require.NoError(t, err)
+	select {
+	case <-h.Held():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the request was not held back")
+	}
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, err = c.Read(make([]byte, 16))
+	require.Error(t, err, "no answer while it is held back")
+	c.Close() // the client gives up
+
+	v, err := redistest.DoAt(h.Addr(), "SET", "other", "v")
+	require.NoError(t, err, "other connections pass")
+	assert.Equal(t, "OK", v)
+	_, err = s.Do("GET", "k")
+	require.ErrorIs(t, err, redistest.ErrNil, "not arrived yet")
+
+	require.NoError(t, h.Deliver(2*time.Second))
+	v, err = s.Do("GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "late-value", v, "the request given up on ran once delivered")
+}

@@ -23,7 +23,7 @@ func StartReplica(tb testing.TB, master *Server, extra ...string) *Server {
 	if err := r.WaitSynced(10 * time.Second); err != nil {
 		tb.Fatal(err)
 	}
-	if err := waitStreaming(master, r, 10*time.Second); err != nil {
+	if err := waitStreaming(master, r, "redistest:replica-sync", false, 10*time.Second); err != nil {
 		tb.Fatal(err)
 	}
 	return r
@@ -34,9 +34,13 @@ func StartReplica(tb testing.TB, master *Server, extra ...string) *Server {
 // the master holds the stream back until the replica's first acknowledgement,
 // up to a second later, and WAIT can count the replica meanwhile. A marker
 // written on master and seen on replica proves the stream flows; it is
-// deleted again, and the deletion seen there too.
-func waitStreaming(master, replica *Server, limit time.Duration) error {
-	const marker = "redistest:replica-sync"
+// deleted again, and the deletion seen there too. A cluster's marker must
+// be in a slot of master's, and its replica reads it after READONLY.
+func waitStreaming(master, replica *Server, marker string, cluster bool, limit time.Duration) error {
+	read := [][]string{{"GET", marker}}
+	if cluster {
+		read = [][]string{{"READONLY"}, {"GET", marker}}
+	}
 	deadline := time.Now().Add(limit)
 	for _, want := range []string{"1", ""} {
 		var err error
@@ -49,7 +53,7 @@ func waitStreaming(master, replica *Server, limit time.Duration) error {
 			return err
 		}
 		for {
-			got, err := replica.Do("GET", marker)
+			got, err := doSeq(replica.Addr(), read...)
 			if (err == nil || errors.Is(err, ErrNil)) && got == want {
 				break
 			}
