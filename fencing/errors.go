@@ -35,6 +35,7 @@ type StaleError struct {
 	Highest int64
 }
 
+// Error names the resource and both fences.
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("fencing: stale fence: resource %q: fence %d is older than %d, already recorded", e.Resource, e.Fence, e.Highest)
 }

@@ -13,6 +13,8 @@ const DefaultTable = "quorumlock_fences"
 
 // Execer runs a statement: *sql.DB, *sql.Tx and *sql.Conn are Execers.
 type Execer interface {
+	// ExecContext runs a statement that returns no rows, as
+	// (*sql.DB).ExecContext does.
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
@@ -20,6 +22,8 @@ type Execer interface {
 // *sql.Conn are Queriers.
 type Querier interface {
 	Execer
+	// QueryRowContext runs a query that returns at most one row, as
+	// (*sql.DB).QueryRowContext does.
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 

@@ -22,8 +22,11 @@ type Row struct {
 
 // Set is one column an Update writes, and its new value.
 type Set struct {
+	// Column is the column to write: a plain identifier, neither the
+	// row's key column nor its fence column.
 	Column string
-	Value  any
+	// Value is the column's new value, passed to the driver as an argument.
+	Value any
 }
 
 // UpdateStatement builds the conditional UPDATE for row: it writes sets and

@@ -21,7 +21,7 @@ import (
 const waitLimit = 10 * time.Second
 
 // startRedis starts one redis-server with the extra arguments.
-func startRedis(t *testing.T, extra ...string) *redistest.Server {
+func startRedis(t testing.TB, extra ...string) *redistest.Server {
 	t.Helper()
 	return redistest.Start(t, 1, redistest.Ephemeral, extra...)[0]
 }

@@ -24,6 +24,8 @@ func TestNew_InvalidOptions(t *testing.T) {
 		{"negative max idle", []pool.Option{pool.WithMaxIdle(-1)}, []string{"max idle -1 is negative"}},
 		{"negative max active", []pool.Option{pool.WithMaxActive(-2)}, []string{"max active -2 is negative"}},
 		{"negative db", []pool.Option{pool.WithDB(-3)}, []string{"db -3 is negative"}},
+		{"no pipeline connections", []pool.Option{pool.WithPipelineConns(0)}, []string{"pipeline connections 0 not in 1..64"}},
+		{"too many pipeline connections", []pool.Option{pool.WithPipelineConns(65)}, []string{"pipeline connections 65 not in 1..64"}},
 		{"username without password", []pool.Option{pool.WithAuth("alice", "")}, []string{"a username needs a password"}},
 		{"nil option", []pool.Option{nil}, []string{"nil option"}},
 		{"nil option after good ones", []pool.Option{pool.WithDB(1), nil}, []string{"nil option"}},
@@ -65,6 +67,8 @@ func TestNew_ValidOptions(t *testing.T) {
 		{"TLS with config", []pool.Option{pool.WithTLS(&tls.Config{MinVersion: tls.VersionTLS12})}},
 		{"TLS with nil config", []pool.Option{pool.WithTLS(nil)}},
 		{"large values", []pool.Option{pool.WithDB(15), pool.WithMaxIdle(1 << 20), pool.WithMaxActive(1 << 20)}},
+		{"pooled", []pool.Option{pool.WithPipeline(false)}},
+		{"pipelined on several connections", []pool.Option{pool.WithPipeline(true), pool.WithPipelineConns(pool.MaxPipelineConns)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

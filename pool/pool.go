@@ -13,32 +13,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// Pool is one Redis master as the lock algorithm sees it: a source of
-// connections. Every connection must honour the deadline of the ctx it was
-// asked for while it dials.
-type Pool interface {
-	// Get returns a connection; the caller closes it to give it back.
-	Get(ctx context.Context) (redis.Conn, error)
-	// Addr names the master in errors and logs, e.g. "10.0.0.7:6379".
-	Addr() string
-	// Close closes the idle connections and refuses new ones.
-	Close() error
-}
-
-// DialCounter is implemented by pools that count the connections they have
-// opened. The lock's restart guard uses it to check a master again whenever a
-// new connection reached it, since that is when a restart shows.
-type DialCounter interface {
-	Dials() uint64
-}
-
-// Dialer is implemented by pools that can open a connection of their own,
-// outside the pool, for a long-lived use such as a pub/sub subscription. Such
-// a connection may be closed from another goroutine to stop a blocked Receive.
-type Dialer interface {
-	Dial(ctx context.Context) (redis.Conn, error)
-}
-
 // Defaults. The per-node timeout of the lock algorithm is usually far shorter
 // and wins; these bound connections used outside it.
 const (
@@ -48,21 +22,29 @@ const (
 	DefaultMaxIdle      = 64
 	DefaultMaxActive    = 0 // no limit
 	DefaultIdleTimeout  = 5 * time.Minute
+	// DefaultPipeline: Eval takes a pooled connection per call. The
+	// pipelined mode (WithPipeline, which gives its measurements) is opt-in
+	// until the whole test and chaos suite has run with it as the default.
+	DefaultPipeline = false
+	// DefaultPipelineConns is how many connections the pipelined mode
+	// shares; MaxPipelineConns the most it may.
+	DefaultPipelineConns = 1
+	MaxPipelineConns     = 64
 )
 
-// Redis is a Pool backed by a redigo connection pool to one address.
+// Redis is one master over a redigo connection pool: the lock's default
+// driver (see package driver).
 type Redis struct {
-	addr  string
-	pool  *redis.Pool
-	dial  func(ctx context.Context) (redis.Conn, error)
-	dials atomic.Uint64
+	addr        string
+	readTimeout time.Duration // bounds a call whose ctx has no deadline
+	pool        *redis.Pool
+	dial        func(ctx context.Context) (redis.Conn, error)
+	// dialNet is dial that also stores the network connection under the
+	// redigo one in *capture (when not nil), for a pipe to use directly.
+	dialNet func(ctx context.Context, capture *net.Conn) (redis.Conn, error)
+	dials   atomic.Uint64
+	pl      *pipeline // nil in the pooled mode
 }
-
-var (
-	_ Pool        = (*Redis)(nil)
-	_ DialCounter = (*Redis)(nil)
-	_ Dialer      = (*Redis)(nil)
-)
 
 type config struct {
 	addr                                   string
@@ -75,6 +57,8 @@ type config struct {
 	useTLS                                 bool
 	tlsOption                              bool      // WithTLS was given
 	tlsParams                              TLSParams // from the URL's tls_* parameters
+	pipeline                               bool
+	pipeConns                              int
 }
 
 func defaults() config {
@@ -85,6 +69,8 @@ func defaults() config {
 		maxIdle:      DefaultMaxIdle,
 		maxActive:    DefaultMaxActive,
 		idleTimeout:  DefaultIdleTimeout,
+		pipeline:     DefaultPipeline,
+		pipeConns:    DefaultPipelineConns,
 	}
 }
 
@@ -94,8 +80,9 @@ func defaults() config {
 //	rediss://...   the same over TLS
 //
 // Query parameters: dial_timeout, read_timeout, write_timeout, idle_timeout
-// (Go durations), max_idle, max_active, db (integers). Options given to New
-// override what the URL says.
+// (Go durations), max_idle, max_active, db, pipeline_conns (integers),
+// pipeline (true or false: see WithPipeline). Options given to New override
+// what the URL says.
 //
 // A rediss:// URL verifies the server's certificate against the system's
 // roots and the URL's host. These parameters change that (see TLSParams),
@@ -119,9 +106,10 @@ func New(addr string, opts ...Option) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{addr: c.addr}
+	r := &Redis{addr: c.addr, readTimeout: c.readTimeout}
+	nd := netDialer(c)
 	dialOpts := []redis.DialOption{
-		redis.DialContextFunc(netDialer(c)),
+		redis.DialContextFunc(nd),
 		redis.DialReadTimeout(c.readTimeout),
 		redis.DialWriteTimeout(c.writeTimeout),
 		redis.DialDatabase(c.db),
@@ -132,7 +120,7 @@ func New(addr string, opts ...Option) (*Redis, error) {
 			dialOpts = append(dialOpts, redis.DialUsername(c.username))
 		}
 	}
-	r.dial = func(ctx context.Context) (redis.Conn, error) {
+	r.dialNet = func(ctx context.Context, capture *net.Conn) (redis.Conn, error) {
 		// One deadline for the whole dial: redigo bounds AUTH and SELECT
 		// by the ctx, or else by the read timeout.
 		if c.dialTimeout > 0 {
@@ -140,19 +128,32 @@ func New(addr string, opts ...Option) (*Redis, error) {
 			ctx, cancel = context.WithTimeout(ctx, c.dialTimeout)
 			defer cancel()
 		}
-		conn, err := redis.DialContext(ctx, "tcp", c.addr, dialOpts...)
+		opts := dialOpts
+		if capture != nil {
+			opts = append(dialOpts[:len(dialOpts):len(dialOpts)], redis.DialContextFunc(
+				func(ctx context.Context, network, addr string) (net.Conn, error) {
+					nc, err := nd(ctx, network, addr)
+					*capture = nc
+					return nc, err
+				}))
+		}
+		conn, err := redis.DialContext(ctx, "tcp", c.addr, opts...)
 		if err != nil {
 			return nil, err
 		}
 		r.dials.Add(1)
 		return conn, nil
 	}
+	r.dial = func(ctx context.Context) (redis.Conn, error) { return r.dialNet(ctx, nil) }
 	r.pool = &redis.Pool{
 		MaxIdle:     c.maxIdle,
 		MaxActive:   c.maxActive,
 		IdleTimeout: c.idleTimeout,
 		Wait:        c.maxActive > 0,
 		DialContext: r.dial,
+	}
+	if c.pipeline {
+		r.pl = newPipeline(r, c.pipeConns, c.writeTimeout)
 	}
 	return r, nil
 }
@@ -210,9 +211,15 @@ func (r *Redis) Dials() uint64 { return r.dials.Load() }
 // Stats returns the redigo pool's counters.
 func (r *Redis) Stats() redis.PoolStats { return r.pool.Stats() }
 
-// Close closes the idle connections. Connections in use are closed when they
-// are given back.
-func (r *Redis) Close() error { return r.pool.Close() }
+// Close closes the idle connections, and in the pipelined mode the shared
+// ones: Evals waiting on them return an error at once. Connections in use
+// are closed when they are given back.
+func (r *Redis) Close() error {
+	if r.pl != nil {
+		r.pl.close()
+	}
+	return r.pool.Close()
+}
 
 // resolve builds the configuration New uses: the defaults, then what addr
 // says, then opts, validated.
@@ -258,6 +265,9 @@ func (c *config) validate() error {
 	}
 	if c.maxActive < 0 {
 		errs = append(errs, fmt.Sprintf("max active %d is negative", c.maxActive))
+	}
+	if c.pipeConns < 1 || c.pipeConns > MaxPipelineConns {
+		errs = append(errs, fmt.Sprintf("pipeline connections %d not in 1..%d", c.pipeConns, MaxPipelineConns))
 	}
 	if c.db < 0 {
 		errs = append(errs, fmt.Sprintf("db %d is negative", c.db))

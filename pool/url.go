@@ -128,6 +128,10 @@ func parseURL(addr string, c *config) error {
 			c.maxActive, err = strconv.Atoi(v)
 		case "db":
 			c.db, err = strconv.Atoi(v)
+		case "pipeline":
+			c.pipeline, err = strconv.ParseBool(v)
+		case "pipeline_conns":
+			c.pipeConns, err = strconv.Atoi(v)
 		case "tls_ca_file":
 			c.tlsParams.CAFile = v
 		case "tls_cert_file":

@@ -45,6 +45,8 @@ func TestResolve_GoodAddresses(t *testing.T) {
 			},
 		},
 		{"redis://h:1?db=4", func(c *config) { c.addr, c.db = "h:1", 4 }},
+		{"redis://h:1?pipeline=false", func(c *config) { c.addr, c.pipeline = "h:1", false }},
+		{"redis://h:1?pipeline=true&pipeline_conns=4", func(c *config) { c.addr, c.pipeline, c.pipeConns = "h:1", true, 4 }},
 		{"redis://h:1/2?db=4", func(c *config) { c.addr, c.db = "h:1", 4 }}, // the parameter wins
 		{"redis://h:1?read_timeout=0&max_idle=0", func(c *config) { c.addr, c.readTimeout, c.maxIdle = "h:1", 0, 0 }},
 		{"redis://h:1?max_idle=1&max_idle=9", func(c *config) { c.addr, c.maxIdle = "h:1", 9 }}, // the last wins
@@ -108,6 +110,8 @@ func TestResolve_BadAddresses(t *testing.T) {
 		{"URL negative duration", "redis://h?write_timeout=-1s", "write timeout -1s is negative"},
 		{"URL negative idle timeout", "redis://h?idle_timeout=-1m", "idle timeout -1m0s is negative"},
 		{"URL bad max_idle", "redis://h?max_idle=many", "max_idle="},
+		{"URL bad pipeline", "redis://h?pipeline=maybe", `pipeline="maybe"`},
+		{"URL bad pipeline_conns", "redis://h?pipeline_conns=0", "pipeline connections 0 not in 1..64"},
 		{"URL negative max_active", "redis://h?max_active=-3", "max active -3 is negative"},
 		{"URL db overflow", "redis://h/99999999999999999999999", "database"},
 		{"URL username without password", "redis://alice:@h", "a username needs a password"},

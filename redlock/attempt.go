@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/quorumlock"
 	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // maxKeepRounds bounds how often the winner of a split vote asks the masters
@@ -27,7 +28,7 @@ type round struct{ res *fanout.Result[ask] }
 
 // ask is one master's answer to the acquire script in a round.
 type ask struct {
-	grant grant
+	grant scripts.Grant
 	err   error // why the master failed; nil when it granted or refused
 }
 
@@ -40,7 +41,7 @@ func (r round) answer(i int) (ask, fanout.Vote, bool) {
 // refused reports whether master i has answered that another holds the key.
 func (r round) refused(i int) bool {
 	a, _, ok := r.answer(i)
-	return ok && a.err == nil && !a.grant.ok
+	return ok && a.err == nil && !a.grant.OK
 }
 
 // roundCount counts what every master that has answered said.
@@ -55,7 +56,7 @@ func (r round) count() roundCount {
 			t.silent++
 		case a.err != nil:
 			t.failed++
-		case !a.grant.ok:
+		case !a.grant.OK:
 			t.refused++
 		case v == fanout.Yes:
 			t.yes++
@@ -101,7 +102,6 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if from != nil {
 		req.from, after = from.token, from.trail
 	}
-	req = req.withArgv()
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	timeout := c.nodeTimeout(ttl)
@@ -184,10 +184,10 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			if err != nil {
 				return ask{err: err}, fanout.No, c.nodeErr(i, err)
 			}
-			if !g.ok {
-				return ask{grant: g}, fanout.No, c.nodeErr(i, heldFor(g.pttl))
+			if !g.OK {
+				return ask{grant: g}, fanout.No, c.nodeErr(i, heldFor(g.PTTL))
 			}
-			return ask{grant: g}, c.vote(i, window), nil
+			return ask{grant: g}, c.vote(i, req.key, window), nil
 		})
 	return round{res}, err
 }
@@ -207,11 +207,11 @@ func (c *Client) wonSplit(r round, token string) bool {
 	for i := range c.nodes {
 		if r.refused(i) {
 			a, _, _ := r.answer(i)
-			votes[a.grant.holder]++
+			votes[a.grant.Holder]++
 		}
 	}
 	for holder, v := range votes {
-		if holder == "?" || v > t.yes || (v == t.yes && holder < token) {
+		if holder == scripts.Unknown || v > t.yes || (v == t.yes && holder < token) {
 			return false
 		}
 	}
@@ -245,7 +245,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 // counters from its clock; one whose data was replaced (a replica promoted
 // in a failover, a restart from an RDB or AOF file) is found out by the
 // acquire script before any counter of it counts, and starts a new epoch
-// from its clock: see fenceEpoch in scripts/lib.lua for how, and for the
+// from its clock: see fenceEpoch in internal/scripts/lib.lua for how, and for the
 // proof that fences keep growing across it.
 //
 // In the common case every master of the quorum reports the same count, and
@@ -254,7 +254,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 func (c *Client) settleFence(ctx context.Context, req request, won round, timeout time.Duration) (int64, []int, error) {
 	counter := func(i int) int64 {
 		a, _, _ := won.answer(i) // a yes vote: in
-		return a.grant.counter
+		return a.grant.Counter
 	}
 	yes := won.res.Yes
 	var fence int64 // read by the raises, stragglers too: never written after they start

@@ -10,17 +10,19 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // Client takes locks on a quorum of N independent Redis masters. It is safe
 // for concurrent use. Close it when done.
 type Client struct {
 	nodes   []node
-	owned   []pool.Pool // pools made by NewFromAddrs, closed by Close
+	owned   []driver.Master // masters made by NewFromAddrs, closed by Close
 	quorum  int
 	o       options
-	scripts scriptSet
+	scripts *scripts.Set
 	maxTTL  atomic.Int64
 	hub     *hub
 
@@ -30,18 +32,19 @@ type Client struct {
 	closeErr  error
 }
 
-// New returns a client over the given masters, one pool each. The masters
-// must be independent: not replicas of each other, and each listed once.
-// The pools stay the caller's: Close does not close them.
+// New returns a client over the given masters, each through its driver: a
+// pool.Redis for redigo, or an adapter of another client library. The
+// masters must be independent: not replicas of each other, and each listed
+// once. The drivers stay the caller's: Close does not close them.
 //
 // An odd number of masters is best: 4 masters tolerate one failure, as 3 do,
 // and 6 tolerate two, as 5 do.
-func New(pools []pool.Pool, opts ...Option) (*Client, error) {
-	if len(pools) == 0 {
+func New(masters []driver.Master, opts ...Option) (*Client, error) {
+	if len(masters) == 0 {
 		return nil, invalid("no nodes")
 	}
 	seen := map[string]int{}
-	for i, p := range pools {
+	for i, p := range masters {
 		if isNil(p) {
 			return nil, invalid("node %d is nil", i)
 		}
@@ -50,21 +53,22 @@ func New(pools []pool.Pool, opts ...Option) (*Client, error) {
 		}
 		seen[p.Addr()] = i
 	}
-	c, err := build(len(pools), opts)
+	c, err := build(len(masters), opts)
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]node, len(pools))
-	for i, p := range pools {
-		nodes[i] = &redisNode{pool: p, scripts: &c.scripts, names: c.names(), clock: c.o.clock,
-			guard: newGuard(&c.o, c.guardWindow), cond: &condition{log: c.o.logger, addr: p.Addr()}}
+	nodes := make([]node, len(masters))
+	for i, p := range masters {
+		nodes[i] = &master{drv: p, scripts: c.scripts, names: c.names(), clock: c.o.clock,
+			guards: newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
+			cond:   &condition{log: c.o.logger, addr: p.Addr()}}
 	}
 	c.attach(nodes)
 	return c, nil
 }
 
-// isNil reports a nil pool, a typed nil inside the interface included.
-func isNil(p pool.Pool) bool {
+// isNil reports a nil master, a typed nil inside the interface included.
+func isNil(p driver.Master) bool {
 	if p == nil {
 		return true
 	}
@@ -92,7 +96,7 @@ func build(n int, opts []Option) (*Client, error) {
 	c := &Client{
 		quorum:  o.quorum,
 		o:       o,
-		scripts: loadScripts(),
+		scripts: scripts.New(),
 		work:    newWork(),
 		closing: make(chan struct{}),
 	}
@@ -114,14 +118,14 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, invalid("no nodes")
 	}
-	pools := make([]pool.Pool, 0, len(addrs))
+	pools := make([]driver.Master, 0, len(addrs))
 	closeAll := func() {
 		for _, p := range pools {
 			p.Close()
 		}
 	}
 	for i, a := range addrs {
-		p, err := pool.New(a)
+		p, err := pool.Open(a)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalid, i, err)
@@ -196,19 +200,19 @@ func (c *Client) enter() error {
 }
 
 // names maps lock keys to what the scripts touch, in the client's namespace.
-func (c *Client) names() names { return names{ns: c.o.namespace} }
+func (c *Client) names() scripts.Names { return scripts.Names{NS: c.o.namespace} }
 
 // touches lists the keys and channels a lock on req's key touches, and the
 // ACL patterns that grant them, for an error that must say what to grant.
 func (c *Client) touches(req request) string {
 	nm := c.names()
 	s := fmt.Sprintf("keys %s, %s, %s and %s and channel %s: grant them with ",
-		nm.lock(req.key), nm.fence(req.key), nm.floor(), nm.void(req.token), nm.channel(req.key))
-	if nm.ns != "" {
-		return s + fmt.Sprintf("~%s* &%s*", nm.ns, nm.ns)
+		nm.Lock(req.key), nm.Fence(req.key), nm.Floor(req.key), nm.Void(req.key, req.token), nm.Channel(req.key))
+	if nm.NS != "" {
+		return s + fmt.Sprintf("~%s* &%s*", nm.NS, nm.NS)
 	}
 	return s + fmt.Sprintf("~%s ~%s* &%s* (or set WithNamespace and grant ~<namespace>* &<namespace>*)",
-		req.key, reservedPrefix, reservedPrefix)
+		req.key, scripts.ReservedPrefix, scripts.ReservedPrefix)
 }
 
 // nodeTimeout is the per-master bound for a lock of this TTL: the configured

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // condition remembers how the last call to one master went, so that a
@@ -65,13 +62,8 @@ func failureKind(err error) string {
 	if err == nil {
 		return ""
 	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		if strings.HasPrefix(string(re), "ERR unknown command") {
-			return "unknown command"
-		}
-		code, _, _ := strings.Cut(string(re), " ")
-		return code
+	if c := code(err); c != "" {
+		return c
 	}
 	var dns *net.DNSError
 	var ne net.Error
@@ -99,7 +91,7 @@ func remedy(kind string) string {
 	case "READONLY":
 		return "the address is a replica; give its master's"
 	case "MOVED", "ASK", "CROSSSLOT", "CLUSTERDOWN":
-		return "the address is a Redis Cluster member; give standalone masters"
+		return "the address is a Redis Cluster member: give the cluster as one node, redis+cluster://host:port,host:port, or a cluster client's driver"
 	case "OOM":
 		return "the master is out of memory under maxmemory; raise maxmemory"
 	case "NOSCRIPT", "unknown command":

@@ -41,25 +41,32 @@
 // three. See the README for the full argument.
 //
 // Errors: ErrNotObtained, ErrLockNotHeld, ErrLockLost, ErrClosed and
-// ErrInvalid are matched with errors.Is; the per-master causes are
-// *NodeError values, found with errors.As.
+// ErrInvalid are matched with errors.Is, and so are ErrHeld, ErrQuarantined
+// and ErrMisconfigured, which come inside ErrNotObtained; the per-master
+// causes are *NodeError values, found with errors.As.
 package redlock
 
 // How the code is laid out (for readers of the source; godoc does not show
 // this comment).
 //
 // Each operation reads top to bottom in a few files, and ends in a Lua
-// script under scripts/ (lib.lua holds what the scripts share):
+// script under internal/scripts/, whose Go binding sits beside it (keys,
+// arguments and the typed reply; lib.lua holds what the scripts share):
 //
 //   - TryLock: trylock.go (TryLock, and Lock's wait in line) → attempt.go
-//     (the rounds, split votes, the fence) → node.go (each master's call)
-//     → lock.go (the Lock handed back); scripts/acquire.lua. A failed
-//     attempt goes on in rollback.go and is explained in failure.go.
+//     (the rounds, split votes, the fence) → node.go (each master's call,
+//     through the driver) → internal/scripts/acquire.go and acquire.lua. The
+//     Lock handed back is lock.go; a failed attempt goes on in rollback.go
+//     and is explained in failure.go.
 //   - Extend: extend.go (the round, and the retake of masters that lost the
-//     key) → node.go → lock.go; scripts/extend.lua.
+//     key) → node.go → internal/scripts/extend.go and extend.lua.
 //   - Release: release.go (the round, and the deletes left running) →
 //     handover.go (passing the lock to a waiter of this client) → trail.go
-//     (what a delete waits for) → node.go; scripts/release.lua.
+//     (what a delete waits for) → node.go → internal/scripts/release.go and
+//     release.lua.
+//
+// Below node.go is the driver seam (package driver): a driver.Master per
+// master, pool.Redis over redigo by default.
 //
 // The fan-out to the masters is internal/fanout: each master's value, vote
 // and error come back together; work.go counts each master's part as the

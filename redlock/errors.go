@@ -55,14 +55,16 @@ var ErrMisconfigured = errors.New("redlock: masters misconfigured for locking")
 // contended key apart from masters that could not be reached.
 var ErrHeld = errors.New("redlock: held by another owner")
 
-// NodeError is what went wrong on one master. Errors that aggregate several
-// are *multierror.Error values; errors.As finds each *NodeError through them.
+// NodeError is what went wrong on one master. An error about several
+// masters wraps one *NodeError for each: errors.Is matches a cause on any of
+// them, and errors.As finds the first.
 type NodeError struct {
 	Node int    // index of the master in the list given to New
 	Addr string // its address
 	Err  error  // what happened there
 }
 
+// Error names the master, by index and address, and what happened there.
 func (e *NodeError) Error() string {
 	cause := "<nil>"
 	if e.Err != nil {
@@ -71,12 +73,18 @@ func (e *NodeError) Error() string {
 	return fmt.Sprintf("redlock: node %d (%s): %s", e.Node, e.Addr, cause)
 }
 
+// Unwrap returns what happened on the master, for errors.Is and errors.As.
 func (e *NodeError) Unwrap() error { return e.Err }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// nodeErr is master i's part of an error. Errors about several masters are
+// put together by fanout.Aggregate as one *multierror.Error (go-multierror),
+// whose chain errors.Is and errors.As walk in order: As stops at the first
+// *NodeError. NodeError's doc promises only what errors.Is and errors.As
+// find, not the aggregate's type.
 func (c *Client) nodeErr(i int, err error) error {
 	if timedOut(err) && !errors.Is(err, errNoReply) {
 		err = fmt.Errorf("%w: %w", errNoReply, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -229,10 +230,10 @@ func ExampleWithAutoExtend() {
 	// Output: still the leader, 2.5 TTLs on
 }
 
-// New takes pools built with options of their own: here TLS with a
+// New takes masters built with options of their own: here redigo pools with TLS, a
 // username and password, and a tighter read timeout.
 func ExampleNew() {
-	var pools []pool.Pool
+	var pools []driver.Master
 	for _, a := range []string{"rediss://locker:pw@r1.internal:6380/0", "rediss://locker:pw@r2.internal:6380/0", "rediss://locker:pw@r3.internal:6380/0"} {
 		p, err := pool.New(a, pool.WithReadTimeout(200*time.Millisecond))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quorumlock/quorumlock"
 	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // Extend sets the lock's TTL to ttl on every master that still holds it, in
@@ -68,21 +69,21 @@ var errGone = errors.New("too many masters no longer hold the token")
 // extend runs one extension round and returns the new end of validity.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	c := l.c
-	req := l.req.withArgv()
+	req := l.req
 	req.ttl = ttl
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
 	res, err := fanOut(ctx, c, c.overMasters(c.quorum, c.nodeTimeout(ttl)),
-		func(ctx context.Context, i int) (extended, fanout.Vote, error) {
+		func(ctx context.Context, i int) (scripts.Extended, fanout.Vote, error) {
 			e, err := c.nodes[i].extend(ctx, req)
 			if err != nil {
-				return lapsed, fanout.No, c.nodeErr(i, err)
+				return scripts.Lapsed, fanout.No, c.nodeErr(i, err)
 			}
-			if e != renewed {
+			if e != scripts.Renewed {
 				return e, fanout.No, c.nodeErr(i, ErrLockNotHeld)
 			}
-			return e, c.vote(i, window), nil
+			return e, c.vote(i, req.key, window), nil
 		})
 	if err != nil {
 		return time.Time{}, err
@@ -124,13 +125,12 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 // Each retake goes on the lock's trail before retake returns, so a Release,
 // which must wait for the Extend that called it, is ordered after it on
 // every master.
-func (l *Lock) retake(req request, res *fanout.Result[extended]) {
+func (l *Lock) retake(req request, res *fanout.Result[scripts.Extended]) {
 	n := res.Nodes()
 	if len(res.Yes) == n {
 		return
 	}
 	c := l.c
-	req = req.withArgv()
 	timeout := c.nodeTimeout(req.ttl)
 	extended := make([]bool, n)
 	for _, i := range res.Yes {
@@ -149,10 +149,10 @@ func (l *Lock) retake(req request, res *fanout.Result[extended]) {
 // retakeOn sets the lock again on master i once the extension's request
 // there has returned, if it found the key gone. It reports whether the
 // retake got no reply.
-func (l *Lock) retakeOn(i int, req request, res *fanout.Result[extended], timeout time.Duration) (noReply bool) {
+func (l *Lock) retakeOn(i int, req request, res *fanout.Result[scripts.Extended], timeout time.Duration) (noReply bool) {
 	c := l.c
 	<-res.Done(i) // bounded by the extension's node timeout
-	if rep, _ := res.Reply(i); rep.Value != vacant {
+	if rep, _ := res.Reply(i); rep.Value != scripts.Vacant {
 		return false
 	}
 	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
@@ -161,7 +161,7 @@ func (l *Lock) retakeOn(i int, req request, res *fanout.Result[extended], timeou
 	if err != nil {
 		return true
 	}
-	if g.ok && g.counter < l.fence {
+	if g.OK && g.Counter < l.fence {
 		c.nodes[i].raiseFence(ctx, req, l.fence)
 	}
 	return false

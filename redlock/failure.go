@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // misconfigured returns an ErrMisconfigured error when so many masters of
@@ -56,7 +58,7 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 		if len(res.Abstained) > 0 {
 			why += fmt.Sprintf(", %d more kept out by the restart guard (restart quarantine, or a master it cannot trust)", len(res.Abstained))
 			if len(res.Yes)+len(res.Abstained) >= c.quorum {
-				quarantine = c.quarantined(res.Abstained, window)
+				quarantine = c.quarantined(key, res.Abstained, window)
 			}
 		}
 		switch {
@@ -80,11 +82,11 @@ func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool
 // quarantined explains why the masters given did not vote: each with the
 // guard's reason (a restart, a promotion, an eviction policy, state it
 // cannot read).
-func (c *Client) quarantined(masters []int, window time.Duration) error {
+func (c *Client) quarantined(key string, masters []int, window time.Duration) error {
 	now := c.o.clock.Now()
 	why := make([]string, len(masters))
 	for j, i := range masters {
-		reason := c.nodes[i].health().distrust(now, window)
+		reason := c.nodes[i].health(key).distrust(now, window)
 		if reason == "" {
 			reason = "out of the quorum" // trusted again since the vote
 		}
@@ -102,10 +104,10 @@ func (c *Client) expiryHint(r round) time.Duration {
 	for _, i := range r.res.No {
 		if r.refused(i) {
 			a, _, _ := r.answer(i)
-			switch d := a.grant.pttl; {
+			switch d := a.grant.PTTL; {
 			case d >= 0:
 				ttls = append(ttls, d)
-			case d == -2*time.Millisecond: // gone since: free now
+			case d == scripts.NoKey: // gone since: free now
 				ttls = append(ttls, 0)
 			default: // a key without a TTL: no estimate
 				ttls = append(ttls, math.MaxInt64)

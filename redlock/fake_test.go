@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // behaviour is how a fake master answers.
@@ -50,6 +51,10 @@ type fakeNode struct {
 	fromGate chan struct{} // if set, a hand-over acquire waits for it
 	noFrom   bool          // a hand-over acquire fails
 	busy     int           // calls under way, not counting hung acquires
+	// answerAfter: a foreign answer to an acquire waits until these masters
+	// have answered as many acquires, so that a round sees their answers
+	// first (bounded: one second).
+	answerAfter []*fakeNode
 }
 
 type fakeKey struct {
@@ -69,13 +74,13 @@ func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
 
 func (f *fakeNode) addr() string { return f.name }
 
-func (f *fakeNode) health() health {
+func (f *fakeNode) health(string) health {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.h
 }
 
-func (f *fakeNode) subscriber(context.Context) (redis.Conn, error) { return nil, errNoPubSub }
+func (f *fakeNode) subscribe(context.Context) (driver.Subscription, error) { return nil, errNoPubSub }
 
 func (f *fakeNode) setMode(m behaviour) {
 	f.mu.Lock()
@@ -93,6 +98,31 @@ func (f *fakeNode) record(op, key, token string) behaviour {
 		f.busy++
 	}
 	return f.mode
+}
+
+// waitForOthers waits, up to a second, until every master of answerAfter
+// has answered as many acquires as f has been sent, and a moment more for
+// the answers to reach the fan-out.
+func (f *fakeNode) waitForOthers() {
+	if len(f.answerAfter) == 0 {
+		return
+	}
+	n := len(f.callsOf("acquire"))
+	for try := 0; try < 1000; try++ {
+		all := true
+		for _, o := range f.answerAfter {
+			o.mu.Lock()
+			if o.busy > 0 || len(o.callsOfLocked("acquire")) < n {
+				all = false
+			}
+			o.mu.Unlock()
+		}
+		if all {
+			time.Sleep(time.Millisecond)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (f *fakeNode) finish() {
@@ -118,6 +148,11 @@ func settled(fakes []*fakeNode) bool {
 func (f *fakeNode) callsOf(op string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.callsOfLocked(op)
+}
+
+// callsOfLocked is callsOf with f.mu held.
+func (f *fakeNode) callsOfLocked(op string) []string {
 	var out []string
 	for _, c := range f.calls {
 		if c.op == op {
@@ -163,7 +198,7 @@ func (k *fakeKey) heldBy(r request) bool {
 	return k.owner == r.owner && k.holds[r.token]
 }
 
-func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
+func (f *fakeNode) acquire(ctx context.Context, r request) (scripts.Grant, error) {
 	mode := f.record("acquire", r.key, r.token)
 	if mode != hang {
 		defer f.finish()
@@ -173,22 +208,23 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
 			<-f.fromGate
 		}
 		if f.noFrom {
-			return grant{}, errBroken
+			return scripts.Grant{}, errBroken
 		}
 	}
 	switch mode {
 	case foreign:
+		f.waitForOthers()
 		h := f.other
 		if h == "" {
 			h = "foreign"
 		}
-		return grant{pttl: 5 * time.Second, holder: h}, nil
+		return scripts.Grant{PTTL: 5 * time.Second, Holder: h}, nil
 	case broken:
-		return grant{}, errBroken
+		return scripts.Grant{}, errBroken
 	case hang:
 		<-ctx.Done()
 		f.apply(r) // the command ran; only the reply was late
-		return grant{}, ctx.Err()
+		return scripts.Grant{}, ctx.Err()
 	}
 	if f.advance > 0 {
 		f.clk.(*clock.Fake).Advance(f.advance)
@@ -196,14 +232,18 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (grant, error) {
 	return f.apply(r), nil
 }
 
-func (f *fakeNode) apply(r request) grant {
+func (f *fakeNode) apply(r request) scripts.Grant {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.voided[r.token] {
-		return grant{pttl: -3 * time.Millisecond}
-	}
 	now := f.clk.Now()
 	k := f.live(r.key)
+	if f.voided[r.token] {
+		// As acquire.lua: a hand-over that finds its lock names the holder.
+		if k != nil && r.from != "" && k.owner == "" && k.token == r.from {
+			return scripts.Grant{PTTL: scripts.RolledBack, Holder: k.token}
+		}
+		return scripts.Grant{PTTL: scripts.RolledBack}
+	}
 	if k == nil {
 		k = &fakeKey{until: now.Add(r.ttl)}
 		if r.owner == "" {
@@ -217,58 +257,58 @@ func (f *fakeNode) apply(r request) grant {
 			c = f.floor + 1
 		}
 		f.counters[r.key], f.floor = c, c
-		return grant{ok: true, counter: c}
+		return scripts.Grant{OK: true, Counter: c}
 	}
 	switch {
 	case r.owner == "" && r.from != "" && k.owner == "" && k.token == r.from:
 		k.token, k.until = r.token, now.Add(r.ttl)
 		f.counters[r.key]++
 		f.floor = max(f.floor, f.counters[r.key])
-		return grant{ok: true, counter: f.counters[r.key], tookOver: true}
+		return scripts.Grant{OK: true, Counter: f.counters[r.key], TookOver: true}
 	case r.owner == "" && k.token == r.token:
-		return grant{ok: true, counter: f.counters[r.key]}
+		return scripts.Grant{OK: true, Counter: f.counters[r.key]}
 	case r.owner != "" && k.owner == r.owner:
 		k.holds[r.token] = true
 		if until := now.Add(r.ttl); until.After(k.until) {
 			k.until = until
 		}
-		return grant{ok: true, counter: f.counters[r.key]}
+		return scripts.Grant{OK: true, Counter: f.counters[r.key]}
 	}
 	if k.owner != "" {
-		return grant{pttl: k.until.Sub(now), holder: "owner:" + k.owner}
+		return scripts.Grant{PTTL: k.until.Sub(now), Holder: "owner:" + k.owner}
 	}
-	return grant{pttl: k.until.Sub(now), holder: k.token}
+	return scripts.Grant{PTTL: k.until.Sub(now), Holder: k.token}
 }
 
-func (f *fakeNode) extend(ctx context.Context, r request) (extended, error) {
+func (f *fakeNode) extend(ctx context.Context, r request) (scripts.Extended, error) {
 	defer f.finish()
 	if f.record("extend", r.key, r.token) == broken {
-		return lapsed, errBroken
+		return scripts.Lapsed, errBroken
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := f.live(r.key)
 	if k == nil {
-		return vacant, nil
+		return scripts.Vacant, nil
 	}
 	if !k.heldBy(r) {
-		return lapsed, nil
+		return scripts.Lapsed, nil
 	}
 	if until := f.clk.Now().Add(r.ttl); r.owner == "" || until.After(k.until) {
 		k.until = until
 	}
-	return renewed, nil
+	return scripts.Renewed, nil
 }
 
-func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
+func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, error) {
 	defer f.finish()
 	if f.record("release", r.key, r.token) == broken {
-		return notHeld, errBroken
+		return scripts.NotHeld, errBroken
 	}
 	if f.gate != nil {
 		<-f.gate
 		if err := ctx.Err(); err != nil {
-			return notHeld, err
+			return scripts.NotHeld, err
 		}
 	}
 	f.mu.Lock()
@@ -278,16 +318,16 @@ func (f *fakeNode) release(ctx context.Context, r request) (released, error) {
 	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
-		return notHeld, nil
+		return scripts.NotHeld, nil
 	}
 	if r.owner != "" {
 		delete(k.holds, r.token)
 		if len(k.holds) > 0 {
-			return stillHeld, nil
+			return scripts.StillHeld, nil
 		}
 	}
 	delete(f.keys, r.key)
-	return freed, nil
+	return scripts.Freed, nil
 }
 
 func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
@@ -306,20 +346,20 @@ func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool
 	return true, nil
 }
 
-func (f *fakeNode) inspect(ctx context.Context, key string) (keyState, error) {
+func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, error) {
 	defer f.finish()
 	if f.record("inspect", key, "") == broken {
-		return keyState{}, errBroken
+		return scripts.State{}, errBroken
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := keyState{counter: f.counters[key], pttl: -2 * time.Millisecond}
+	s := scripts.State{Counter: f.counters[key], PTTL: scripts.NoKey}
 	if k := f.live(key); k != nil {
-		s.pttl = k.until.Sub(f.clk.Now())
+		s.PTTL = k.until.Sub(f.clk.Now())
 		if k.owner != "" {
-			s.holder, s.holds = "owner:"+k.owner, len(k.holds)
+			s.Holder, s.Holds = "owner:"+k.owner, len(k.holds)
 		} else {
-			s.holder, s.holds = k.token, 1
+			s.Holder, s.Holds = k.token, 1
 		}
 	}
 	return s, nil

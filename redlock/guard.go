@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/fanout"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
 // health is what the guard knows of one master. The zero value knows
@@ -107,6 +106,64 @@ func newGuard(o *options, window func() time.Duration) *guard {
 	return &guard{clock: o.clock, log: o.logger, window: window, trustEviction: o.trustEviction, trustUnreadable: o.trustUnreadable}
 }
 
+// guards holds the guards of one node: one for a standalone master (server
+// ""), and one per shard master of a Redis Cluster, each watched as a master
+// of its own, since each has its own restarts and failovers.
+type guards struct {
+	make func() *guard
+
+	mu sync.Mutex
+	by map[string]*guard // per server
+	// at maps a cluster's slot to the server that last answered for it, so
+	// that a vote on a key is judged by the health of the shard it went to.
+	at map[int]string
+}
+
+func newGuards(mk func() *guard) *guards {
+	return &guards{make: mk, by: map[string]*guard{}, at: map[int]string{}}
+}
+
+// of returns the guard of server, made on first use.
+func (gs *guards) of(server string) *guard {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	g := gs.by[server]
+	if g == nil {
+		g = gs.make()
+		gs.by[server] = g
+	}
+	return g
+}
+
+// answered records that server answered a call on key, a lock key with its
+// namespace.
+func (gs *guards) answered(key, server string) {
+	if server == "" {
+		return
+	}
+	s := slot.Of(key)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	gs.at[s] = server
+}
+
+// healthOf returns the health that judges a vote on key, a lock key with its
+// namespace: the standalone master's, or that of the shard master that last
+// answered for key's slot. A shard never heard from may not vote.
+func (gs *guards) healthOf(key string) health {
+	if gs == nil {
+		return health{}
+	}
+	gs.mu.Lock()
+	server, cluster := gs.at[slot.Of(key)], len(gs.at) > 0
+	g := gs.by[server]
+	gs.mu.Unlock()
+	if (cluster || server != "") && (g == nil || g.state.Load() == nil) {
+		return health{veto: "no health read of the shard master owning the key"}
+	}
+	return g.load()
+}
+
 // recheckVetoed is how often a master that may not vote is read again
 // without waiting for a new connection: a replica may be promoted, and an
 // eviction policy or an ACL fixed, while the connections stay.
@@ -122,20 +179,33 @@ func (g *guard) load() health {
 	return health{}
 }
 
-// due reports whether the master must be asked again, and the dial count to
-// remember once it has answered.
-func (g *guard) due(p pool.Pool) (bool, uint64) {
-	if g == nil {
-		return false, 0
+// check returns the guard's part of a call to server about key: its
+// questions, sent when the call's connection is new since the last answers,
+// or always when the master must be asked again; nil when the guard is off.
+// The fence stamp read is that of key's slot. A standalone master is server
+// "", the only one the guard knows.
+func (m *master) check(server, key string) *driver.Check {
+	if m.guards == nil {
+		return nil
 	}
+	g := m.guards.of(server)
 	h := g.state.Load()
-	again := g.recheck.Load() || h == nil ||
-		(h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)
-	if dc, ok := p.(pool.DialCounter); ok {
-		d := dc.Dials()
-		return again || d != g.seen.Load(), d
+	c := &driver.Check{
+		Questions: [][]string{
+			{"INFO", "server"},
+			{"INFO", "replication"},
+			{"INFO", "memory"},
+			{"CONFIG", "GET", "append*"},
+			{"GET", m.names.Stamp(key)},
+		},
+		Seen: g.seen.Load(),
+		Always: g.recheck.Load() || h == nil ||
+			(h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed),
 	}
-	return again, 0
+	if h != nil {
+		c.Hint = h.identity()
+	}
+	return c
 }
 
 // connectionLost notes a connection found dead: the master may have
@@ -158,25 +228,23 @@ func (g *guard) askAgain() {
 	}
 }
 
-// withIdentity returns the acquire script's arguments with the master's
-// identity appended, or "" when the guard does not know it for sure: the
-// script then reads it itself. On a checked call the connection may be new
-// and reach another server than the last answer came from.
-func (g *guard) withIdentity(argv []any, checked bool) []any {
-	id := ""
-	if !checked {
-		id = g.load().identity()
-	}
-	out := make([]any, len(argv)+1)
-	copy(out, argv)
-	out[len(argv)] = id
-	return out
-}
-
 // reading is one health read: the replies to INFO server, INFO replication,
 // INFO memory, CONFIG GET append* and GET of the fence stamp.
 type reading struct {
 	server, replication, memory, config, stamp any
+}
+
+// readingOf returns the reading in the answers to check's questions.
+func readingOf(answers []any) reading {
+	var rd reading
+	for i, p := range []*any{&rd.server, &rd.replication, &rd.memory, &rd.config, &rd.stamp} {
+		if i < len(answers) {
+			*p = answers[i]
+		} else {
+			*p = driver.Error("no answer")
+		}
+	}
+	return rd
 }
 
 // observe records a health read made on a connection taken when the pool had
@@ -331,6 +399,12 @@ func later(a, b time.Time) time.Time {
 // readings truncated to whole seconds, so it runs up to a second ahead: a
 // master started at 10.9 s reports 1 at 11.0 s, after 0.1 s. Taking the
 // uptime at its word would end a quarantine up to a second early.
+//
+// The same truncation can also leave the uptime almost a second behind (a
+// master started at 10.0 s reports 0 at 10.9 s). Read as a second less, the
+// start it gives is therefore never early but up to two seconds late, and
+// so is the end of the quarantine: that is why WithRestartGuard says a
+// quarantine can last up to two seconds beyond its window.
 func youngest(up time.Duration) time.Duration {
 	return max(up-time.Second, 0)
 }
@@ -369,9 +443,12 @@ type stamp struct {
 	ok       bool
 }
 
-// promoted reports a master that was a replica and was promoted: it keeps
-// the replication ID of the master it followed as master_replid2, with the
-// offset up to which it has that master's history.
+// promoted reports a master that was a replica and was promoted: INFO
+// replication shows role:master, and it keeps the replication ID of the
+// master it followed as master_replid2, with the offset
+// (second_repl_offset) up to which it has that master's history. This is
+// how the guard tells a promotion for WithRestartGuard's failover
+// quarantine.
 func (f fields) promoted() bool {
 	return f.role == "master" && f.replID2 != "" && strings.Trim(f.replID2, "0") != "" && f.secondOff != "-1"
 }
@@ -439,12 +516,12 @@ func parseReading(rd reading) fields {
 	if len(missing) > 0 {
 		return fields{unreadable: "INFO has no " + strings.Join(missing, ", ")}
 	}
-	if kv, err := redis.StringMap(rd.config, nil); err == nil {
+	if kv, err := pairs(rd.config); err == nil {
 		f.durable = kv["appendonly"] == "yes" && kv["appendfsync"] == "always"
 	} else {
 		f.configDenied = "CONFIG GET: " + err.Error()
 	}
-	if s, err := redis.String(rd.stamp, nil); err == nil {
+	if s, ok := rd.stamp.(string); ok {
 		f.stamp = parseStamp(s)
 	}
 	return f
@@ -452,12 +529,12 @@ func parseReading(rd reading) fields {
 
 // info parses an INFO reply into its fields.
 func info(reply any) (map[string]string, error) {
-	if e, ok := reply.(redis.Error); ok {
+	if e, ok := reply.(error); ok {
 		return nil, e
 	}
-	s, err := redis.String(reply, nil)
-	if err != nil {
-		return nil, err
+	s, ok := reply.(string)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %v", reply)
 	}
 	out := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(s))
@@ -465,6 +542,27 @@ func info(reply any) (map[string]string, error) {
 		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok && !strings.HasPrefix(k, "#") {
 			out[k] = v
 		}
+	}
+	return out, nil
+}
+
+// pairs reads CONFIG GET's reply: names and values, alternating.
+func pairs(reply any) (map[string]string, error) {
+	if e, ok := reply.(error); ok {
+		return nil, e
+	}
+	xs, ok := reply.([]any)
+	if !ok || len(xs)%2 != 0 {
+		return nil, fmt.Errorf("unexpected reply %v", reply)
+	}
+	out := make(map[string]string, len(xs)/2)
+	for i := 0; i < len(xs); i += 2 {
+		k, ok1 := xs[i].(string)
+		v, ok2 := xs[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("unexpected reply %v", reply)
+		}
+		out[k] = v
 	}
 	return out, nil
 }
@@ -484,8 +582,8 @@ func parseStamp(s string) stamp {
 
 // vote turns a master's yes into a vote: a master the restart guard holds in
 // quarantine abstains.
-func (c *Client) vote(i int, window time.Duration) fanout.Vote {
-	if c.nodes[i].health().trusted(c.o.clock.Now(), window) {
+func (c *Client) vote(i int, key string, window time.Duration) fanout.Vote {
+	if c.nodes[i].health(key).trusted(c.o.clock.Now(), window) {
 		return fanout.Yes
 	}
 	return fanout.Abstain

@@ -9,30 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
-// master is a health read of a master as the guard sees it, for the unit
+// healthRead is a health read of a master as the guard sees it, for the unit
 // tests of its decisions; the integration tests read real servers.
-type master struct {
+type healthRead struct {
 	runID, version, role, replID, replID2, secondOff, policy string
 	up                                                       int
 	maxmemory                                                int64
 	config, stamp                                            any
 }
 
-func plainMaster(runID string, up int) master {
-	return master{runID: runID, up: up, version: "7.0.15", role: "master",
+func plainMaster(runID string, up int) healthRead {
+	return healthRead{runID: runID, up: up, version: "7.0.15", role: "master",
 		replID: "r-" + runID, replID2: strings.Repeat("0", 40), secondOff: "-1",
 		policy: "noeviction", config: []any{}}
 }
 
-func (m master) reading() reading {
+func (m healthRead) reading() reading {
 	return reading{
 		server:      fmt.Sprintf("# Server\r\nredis_version:%s\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", m.version, m.runID, m.up),
 		replication: fmt.Sprintf("# Replication\r\nrole:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nsecond_repl_offset:%s\r\n", m.role, m.replID, m.replID2, m.secondOff),
@@ -43,7 +44,7 @@ func (m master) reading() reading {
 }
 
 func TestParseReading(t *testing.T) {
-	denied := redis.Error("NOPERM this user has no permissions to run the 'info' command")
+	denied := driver.Error("NOPERM this user has no permissions to run the 'info' command")
 	for _, tc := range []struct {
 		name       string
 		rd         func(r *reading)
@@ -209,28 +210,28 @@ func newTestGuard(clk clock.Clock, l *logs, window time.Duration, opts ...Option
 // What may never vote, whatever the time, and what an option lets vote.
 func TestGuard_Vetoes(t *testing.T) {
 	const window = 10 * time.Second
-	denied := redis.Error("NOPERM this user has no permissions to run the 'info' command")
+	denied := driver.Error("NOPERM this user has no permissions to run the 'info' command")
 	for _, tc := range []struct {
 		name    string
-		m       func(*master)
+		m       func(*healthRead)
 		opts    []Option
 		trusted bool
 		why     string // in the distrust and the warning
 	}{
-		{"plain master", func(*master) {}, nil, true, ""},
-		{"replica", func(m *master) { m.role = "slave" }, nil, false, "replica"},
-		{"replica, options do not help", func(m *master) { m.role = "slave" }, []Option{WithTrustEviction(), WithTrustUnreadable()}, false, "replica"},
-		{"allkeys-lru", func(m *master) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, nil, false, "allkeys-lru"},
-		{"volatile-ttl", func(m *master) { m.maxmemory, m.policy = 1<<20, "volatile-ttl" }, nil, false, "volatile-ttl"},
-		{"allkeys-lru trusted", func(m *master) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, []Option{WithTrustEviction()}, true, ""},
-		{"allkeys-lru without maxmemory", func(m *master) { m.policy = "allkeys-lru" }, nil, true, ""},
-		{"noeviction with maxmemory", func(m *master) { m.maxmemory = 1 << 20 }, nil, true, ""},
-		{"Redis 5", func(m *master) { m.version = "5.0.14" }, nil, false, "5.0.14"},
-		{"Redis 6.0", func(m *master) { m.version = "6.0.16" }, nil, true, ""},
-		{"unparsable version", func(m *master) { m.version = "df-1.2" }, nil, true, ""},
-		{"INFO denied", func(m *master) { m.runID = "" }, nil, false, "cannot be read"},
-		{"INFO denied, trusted", func(m *master) { m.runID = "" }, []Option{WithTrustUnreadable()}, true, ""},
-		{"CONFIG denied", func(m *master) { m.config = denied }, nil, true, ""},
+		{"plain master", func(*healthRead) {}, nil, true, ""},
+		{"replica", func(m *healthRead) { m.role = "slave" }, nil, false, "replica"},
+		{"replica, options do not help", func(m *healthRead) { m.role = "slave" }, []Option{WithTrustEviction(), WithTrustUnreadable()}, false, "replica"},
+		{"allkeys-lru", func(m *healthRead) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, nil, false, "allkeys-lru"},
+		{"volatile-ttl", func(m *healthRead) { m.maxmemory, m.policy = 1<<20, "volatile-ttl" }, nil, false, "volatile-ttl"},
+		{"allkeys-lru trusted", func(m *healthRead) { m.maxmemory, m.policy = 1<<20, "allkeys-lru" }, []Option{WithTrustEviction()}, true, ""},
+		{"allkeys-lru without maxmemory", func(m *healthRead) { m.policy = "allkeys-lru" }, nil, true, ""},
+		{"noeviction with maxmemory", func(m *healthRead) { m.maxmemory = 1 << 20 }, nil, true, ""},
+		{"Redis 5", func(m *healthRead) { m.version = "5.0.14" }, nil, false, "5.0.14"},
+		{"Redis 6.0", func(m *healthRead) { m.version = "6.0.16" }, nil, true, ""},
+		{"unparsable version", func(m *healthRead) { m.version = "df-1.2" }, nil, true, ""},
+		{"INFO denied", func(m *healthRead) { m.runID = "" }, nil, false, "cannot be read"},
+		{"INFO denied, trusted", func(m *healthRead) { m.runID = "" }, []Option{WithTrustUnreadable()}, true, ""},
+		{"CONFIG denied", func(m *healthRead) { m.config = denied }, nil, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
@@ -274,7 +275,7 @@ func TestGuard_Unreadable_WarnsAgainAfterADrop(t *testing.T) {
 				opts = append(opts, WithTrustUnreadable())
 			}
 			g := newTestGuard(clk, l, time.Second, opts...)
-			denied := redis.Error("NOPERM no permissions to run the 'info' command")
+			denied := driver.Error("NOPERM no permissions to run the 'info' command")
 			rd := reading{server: denied, replication: denied, memory: denied, config: []any{}}
 			g.observe("m", rd, 1)
 			g.observe("m", rd, 2)
@@ -323,7 +324,7 @@ func TestGuard_RunIDChange_IsARestartNow(t *testing.T) {
 // does not quarantine it. A promoted replica is quarantined, durable or not.
 func TestGuard_Durable(t *testing.T) {
 	const window = 10 * time.Second
-	durable := []any{[]byte("appendonly"), []byte("yes"), []byte("appendfsync"), []byte("always")}
+	durable := []any{"appendonly", "yes", "appendfsync", "always"}
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := newTestGuard(clk, &logs{}, window)
 	m := plainMaster("old", 5000)
@@ -344,7 +345,7 @@ func TestGuard_Durable(t *testing.T) {
 // under its current identity. Nothing earlier can be known.
 func TestGuard_Promoted(t *testing.T) {
 	const window = 10 * time.Second
-	promoted := func(up int, stamp any) master {
+	promoted := func(up int, stamp any) healthRead {
 		m := plainMaster("r3", up)
 		m.replID, m.replID2, m.secondOff = "new-replid", "old-replid", "5000"
 		m.stamp = stamp
@@ -357,12 +358,12 @@ func TestGuard_Promoted(t *testing.T) {
 		left  time.Duration // quarantine left at first sight
 	}{
 		{"no stamp", 7200, nil, window},
-		{"stamped 4s before", 7200, []byte("r3 new-replid 1234 7196"), window - 3*time.Second},
-		{"stamped long before", 7200, []byte("r3 new-replid 1234 100"), 0},
-		{"stamped by another run_id", 7200, []byte("m3 new-replid 1234 100"), window},
-		{"stamped under another replid", 7200, []byte("r3 old-replid 1234 100"), window},
-		{"stamp from the future", 7200, []byte("r3 new-replid 1234 7300"), window},
-		{"garbled stamp", 7200, []byte("r3 new-replid"), window},
+		{"stamped 4s before", 7200, "r3 new-replid 1234 7196", window - 3*time.Second},
+		{"stamped long before", 7200, "r3 new-replid 1234 100", 0},
+		{"stamped by another run_id", 7200, "m3 new-replid 1234 100", window},
+		{"stamped under another replid", 7200, "r3 old-replid 1234 100", window},
+		{"stamp from the future", 7200, "r3 new-replid 1234 7300", window},
+		{"garbled stamp", 7200, "r3 new-replid", window},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
@@ -393,10 +394,49 @@ func TestGuard_Promoted(t *testing.T) {
 func TestGuard_Identity(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := newTestGuard(clk, &logs{}, time.Second)
-	argv := []any{"sha", 1, "k"}
-	assert.Equal(t, []any{"sha", 1, "k", ""}, g.withIdentity(argv, false), "nothing known yet")
+	m := &master{guards: newGuards(func() *guard { return g })}
+	acquire := driver.Call{Script: &driver.Script{TakesHint: true}, Args: []string{"k"}}
+	check := m.check("", "k")
+	assert.True(t, check.Always, "nothing known yet: ask")
+	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, false), "nothing known yet")
 	g.observe("m", plainMaster("r", 50).reading(), 1)
-	assert.Equal(t, []any{"sha", 1, "k", "r r-r"}, g.withIdentity(argv, false))
-	assert.Equal(t, []any{"sha", 1, "k", ""}, g.withIdentity(argv, true))
-	assert.Equal(t, []any{"sha", 1, "k"}, argv, "the shared vector is left alone")
+	check = m.check("", "k")
+	assert.False(t, check.Due(1), "known, and no new connection")
+	assert.True(t, check.Due(2), "a new connection")
+	assert.Equal(t, []string{"k", "r r-r"}, acquire.Argv(check, false))
+	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, true))
+	assert.Equal(t, []string{"k"}, acquire.Args, "the call's own arguments are left alone")
+	extend := driver.Call{Script: &driver.Script{}, Args: []string{"k"}}
+	assert.Equal(t, []string{"k"}, extend.Argv(check, false), "only a script that takes the hint gets it")
+}
+
+// A cluster node has a guard per shard master: a vote on a key is judged by
+// the health of the shard that answered for the key's slot, so a restart of
+// one shard keeps its keys' votes out and no other's, and a shard never heard
+// from does not vote.
+func TestGuards_PerShard(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	gs := newGuards(func() *guard { return newTestGuard(clk, &logs{}, time.Minute) })
+	now := func() time.Time { return clk.Now() }
+	a, b := "app:{a}k", "app:{b}k" // different slots
+	require.NotEqual(t, slot.Of(a), slot.Of(b))
+
+	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a standalone master before its first answer: asked on the call itself")
+	gs.answered(a, "10.0.0.1:7000")
+	gs.answered(b, "10.0.0.2:7000")
+	assert.NotEqual(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a shard never read does not vote")
+	gs.of("10.0.0.1:7000").observe("10.0.0.1:7000", plainMaster("r1", 3600).reading(), 1)
+	gs.of("10.0.0.2:7000").observe("10.0.0.2:7000", plainMaster("r2", 3600).reading(), 1)
+	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute))
+	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+
+	// Shard 1 restarts: its keys' votes are out, shard 2's stay in.
+	gs.of("10.0.0.1:7000").observe("10.0.0.1:7000", plainMaster("r1-new", 1).reading(), 2)
+	assert.Contains(t, gs.healthOf(a).distrust(now(), time.Minute), "restarted")
+	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+
+	// Key b's slot fails over to a server not read yet: no vote until read.
+	gs.answered(b, "10.0.0.3:7000")
+	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
 }

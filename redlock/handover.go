@@ -27,7 +27,7 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 		// quorum still held this token.
 		result = handedOverFree
 		for _, i := range a.lock.Granted() {
-			if g, _, _ := a.lock.won.answer(i); g.grant.tookOver {
+			if g, _, _ := a.lock.won.answer(i); g.grant.TookOver {
 				result = handedOver
 				break
 			}

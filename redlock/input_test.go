@@ -7,22 +7,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
-// stubPool is a pool.Pool that never connects; enough for New's validation.
+// stubPool is a driver that never connects; enough for New's validation.
 type stubPool struct{ a string }
 
-func (p *stubPool) Get(context.Context) (redis.Conn, error) { return nil, errBroken }
-func (p *stubPool) Addr() string                            { return p.a }
-func (p *stubPool) Close() error                            { return nil }
+func (p *stubPool) Addr() string { return p.a }
+func (p *stubPool) Eval(context.Context, driver.Call) (driver.Reply, error) {
+	return driver.Reply{}, errBroken
+}
+func (p *stubPool) Subscribe(context.Context) (driver.Subscription, error) { return nil, errBroken }
+func (p *stubPool) Close() error                                           { return nil }
+func (p *stubPool) Sharded() bool                                          { return false }
 
-func stubs(n int) []pool.Pool {
-	out := make([]pool.Pool, n)
+func stubs(n int) []driver.Master {
+	out := make([]driver.Master, n)
 	for i := range out {
 		out[i] = &stubPool{a: string(rune('a' + i))}
 	}
@@ -33,16 +37,17 @@ func TestNew_BadInput(t *testing.T) {
 	var typedNil *pool.Redis
 	for _, tc := range []struct {
 		name  string
-		pools []pool.Pool
+		pools []driver.Master
 		opts  []Option
 		want  string
 	}{
 		{"no nodes", nil, nil, "no nodes"},
-		{"nil pool", []pool.Pool{&stubPool{a: "a"}, nil}, nil, "node 1 is nil"},
-		{"typed nil pool", []pool.Pool{typedNil}, nil, "node 0 is nil"},
-		{"same master twice", []pool.Pool{&stubPool{a: "x"}, &stubPool{a: "x"}}, nil, "nodes 0 and 1 are both x"},
+		{"nil pool", []driver.Master{&stubPool{a: "a"}, nil}, nil, "node 1 is nil"},
+		{"typed nil pool", []driver.Master{typedNil}, nil, "node 0 is nil"},
+		{"same master twice", []driver.Master{&stubPool{a: "x"}, &stubPool{a: "x"}}, nil, "nodes 0 and 1 are both x"},
 		{"nil option", stubs(3), []Option{nil}, "option 0 is nil"},
 		{"drift factor 1", stubs(3), []Option{WithDriftFactor(1)}, "drift factor 1 is outside [0, 1)"},
+		{"namespace with a brace", stubs(3), []Option{WithNamespace("app{x}:")}, "has a brace"},
 		{"drift factor negative", stubs(3), []Option{WithDriftFactor(-0.1)}, "outside [0, 1)"},
 		{"drift factor NaN", stubs(3), []Option{WithDriftFactor(math.NaN())}, "outside [0, 1)"},
 		{"negative margin", stubs(3), []Option{WithDriftMargin(-time.Millisecond)}, "drift margin -1ms is negative"},

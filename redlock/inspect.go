@@ -5,15 +5,20 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // Status is what the masters say about one key.
 type Status struct {
-	Key    string
+	// Key is the key asked about.
+	Key string
+	// Quorum is how many trusted masters must agree on a holder.
 	Quorum int
-	Nodes  []NodeStatus
+	// Nodes holds each master's view, in the order the client was given
+	// the masters.
+	Nodes []NodeStatus
 	// Holder is the holder a quorum of trusted masters agree on: the token of
-	// a plain lock, "owner:<owner>" for a reentrant one. "" when none.
+	// a plain lock, "owner:" and the owner for a reentrant one. "" when none.
 	Holder string
 }
 
@@ -22,19 +27,26 @@ func (s *Status) Held() bool { return s.Holder != "" }
 
 // NodeStatus is one master's view of a key.
 type NodeStatus struct {
+	// Node is the master's index in the list the client was given.
 	Node int
+	// Addr is the master's address.
 	Addr string
 	// Err is why the master did not answer; the fields below are then zero.
 	Err error
-	// Holder is the token of a plain lock, "owner:<owner>" for a reentrant
-	// one, "" when the key is free, or "?<type>" for a key of another kind.
+	// Holder is who holds the key on this master: the token of a plain
+	// lock, "owner:" and the owner for a reentrant one, "" when the key is
+	// free. A key that no lock wrote, such as a list, shows as "?" and its
+	// Redis type: "?list".
 	Holder string
 	// Holds counts a reentrant lock's holds; 1 for a plain lock.
 	Holds int
-	// TTL is the key's remaining time to live (Redis PTTL): -1ms for a key
-	// without expiry, -2ms for no key.
+	// TTL is the time the key has left on this master. It is negative when
+	// nothing will expire: -2ms when the master has no such key, -1ms for a
+	// key without a TTL, which no lock leaves.
 	TTL time.Duration
-	// Fence is the key's fencing counter on this master.
+	// Fence is the key's fencing counter on this master, or, when the
+	// master keeps none for the key, the master's fence floor: either way,
+	// the next grant of the key there counts above it.
 	Fence int64
 	// Quarantined is true while the guard does not count the master's vote.
 	Quarantined bool
@@ -64,10 +76,10 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	n := len(c.nodes)
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
 	res, err := fanOut(ctx, c, c.overMasters(0, c.o.nodeTimeout),
-		func(ctx context.Context, i int) (keyState, fanout.Vote, error) {
+		func(ctx context.Context, i int) (scripts.State, fanout.Vote, error) {
 			s, err := c.nodes[i].inspect(ctx, key)
 			if err != nil {
-				return keyState{}, fanout.No, err // the master's own error, for NodeStatus.Err
+				return scripts.State{}, fanout.No, err // the master's own error, for NodeStatus.Err
 			}
 			return s, fanout.Yes, nil
 		})
@@ -86,7 +98,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	votes := map[string]int{}
 	for i := range n {
 		ns := NodeStatus{Node: i, Addr: c.nodes[i].addr()}
-		h := c.nodes[i].health()
+		h := c.nodes[i].health(key)
 		if h.known {
 			ns.Uptime = now.Sub(h.startedAt).Truncate(time.Second)
 		}
@@ -99,10 +111,13 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 		case rep.Err != nil:
 			ns.Err = rep.Err
 		default:
+			// As internal/scripts/inspect.lua reports them: TTL is Redis's PTTL, and
+			// Fence falls back to the master's fence floor (or 0) when the
+			// key has no counter.
 			s := rep.Value
-			ns.Holder, ns.Holds, ns.TTL, ns.Fence = s.holder, s.holds, s.pttl, s.counter
-			if s.holder != "" && !ns.Quarantined {
-				votes[s.holder]++
+			ns.Holder, ns.Holds, ns.TTL, ns.Fence = s.Holder, s.Holds, s.PTTL, s.Counter
+			if s.Holder != "" && !ns.Quarantined {
+				votes[s.Holder]++
 			}
 		}
 		st.Nodes[i] = ns

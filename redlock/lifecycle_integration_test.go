@@ -244,7 +244,9 @@ func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := tc.start(t)
 			log := &records{}
-			c, err := NewFromAddrs(append(urls(srv), bad), suite(WithRestartGuard(0), WithLogger(slog.New(log)))()...)
+			// A node timeout a stalled machine meets: the test is about what is
+			// logged, not how fast the masters answer.
+			c, err := NewFromAddrs(append(urls(srv), bad), suite(WithRestartGuard(0), WithNodeTimeout(250*time.Millisecond), WithLogger(slog.New(log)))()...)
 			require.NoError(t, err)
 			defer c.Close()
 			for i := range 20 {
@@ -258,58 +260,6 @@ func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
 			assert.Contains(t, warns[0], bad)
 			assert.Contains(t, warns[0], "failure="+tc.kind)
 			assert.Contains(t, warns[0], tc.fix)
-		})
-	}
-}
-
-// A roll-back leaves its tombstone where its token held the key too: an
-// acquire of the same attempt arriving after the roll-back cannot land. The
-// real scripts and the fake master agree.
-func TestContract_RollbackTombstone(t *testing.T) {
-	srv := masters(t, 1)
-	c := client(t, srv)
-	real := c.nodes[0]
-	fakeClk := clock.NewFake(time.Unix(1_000_000, 0))
-	for _, n := range []node{real, newFakeNode("fake", fakeClk, healthy)} {
-		t.Run(fmt.Sprintf("%T", n), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			req := request{key: "k", token: "t1", ttl: 10 * time.Second, keep: time.Minute}
-			g, err := n.acquire(ctx, req.withArgv())
-			require.NoError(t, err)
-			require.True(t, g.ok)
-			undo := req.withArgv()
-			undo.rollback = true
-			r, err := n.release(ctx, undo)
-			require.NoError(t, err)
-			assert.Equal(t, freed, r)
-			late, err := n.acquire(ctx, req.withArgv())
-			require.NoError(t, err)
-			assert.False(t, late.ok, "an acquire after its roll-back landed")
-
-			// A release that was asked for a tombstone leaves one too.
-			req2 := request{key: "k2", token: "t2", ttl: 10 * time.Second, keep: time.Minute}
-			_, err = n.acquire(ctx, req2.withArgv())
-			require.NoError(t, err)
-			rel := req2.withArgv()
-			rel.tombstone = true
-			r, err = n.release(ctx, rel)
-			require.NoError(t, err)
-			assert.Equal(t, freed, r)
-			late, err = n.acquire(ctx, req2.withArgv())
-			require.NoError(t, err)
-			assert.False(t, late.ok, "an acquire after a tombstoned release landed")
-
-			// A plain release leaves none: the key is free for the next.
-			req3 := request{key: "k3", token: "t3", ttl: 10 * time.Second, keep: time.Minute}
-			_, err = n.acquire(ctx, req3.withArgv())
-			require.NoError(t, err)
-			r, err = n.release(ctx, req3.withArgv())
-			require.NoError(t, err)
-			assert.Equal(t, freed, r)
-			again, err := n.acquire(ctx, req3.withArgv())
-			require.NoError(t, err)
-			assert.True(t, again.ok)
 		})
 	}
 }

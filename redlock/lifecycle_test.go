@@ -184,6 +184,6 @@ func TestRollback_LeavesATombstoneWhereTheTokenHeld(t *testing.T) {
 		f.mu.Unlock()
 		require.Len(t, voided, 1, "%s granted, was rolled back, and keeps a tombstone", f.name)
 		g := f.apply(request{key: "k", token: voided[0], ttl: time.Second})
-		assert.False(t, g.ok, "%s: a late acquire of the rolled-back attempt landed", f.name)
+		assert.False(t, g.OK, "%s: a late acquire of the rolled-back attempt landed", f.name)
 	}
 }

@@ -14,6 +14,10 @@ import (
 // must stop acting on the protected resource: another client may hold the
 // lock by then. Fence gives the resource a way to reject a holder that did
 // not stop in time.
+//
+// The methods are safe on a nil or zero Lock, which was never obtained: the
+// accessors return zero values, Done a closed channel, and Err, Extend and
+// Release an error wrapping ErrInvalid.
 type Lock struct {
 	c       *Client
 	req     request
@@ -61,11 +65,9 @@ func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Ti
 	return l
 }
 
-// A Lock's methods are safe on a nil or zero Lock, which was never
-// obtained: the accessors return zero values, Done a closed channel, Err and
-// the operations an error wrapping ErrInvalid.
-
-// obtained reports whether l came from a successful acquisition.
+// obtained reports whether l came from a successful acquisition. Every
+// exported method checks it first, so that a nil or zero Lock gets the zero
+// values and ErrInvalid that Lock's doc promises.
 func (l *Lock) obtained() bool { return l != nil && l.c != nil }
 
 // Key returns the locked key.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/quorumlock"
@@ -17,15 +18,14 @@ const (
 	DefaultDriftMargin    = 2 * time.Millisecond
 	DefaultNodeTimeout    = 50 * time.Millisecond
 	DefaultFenceRetention = 10 * time.Minute
-	// MaxTTL is the longest TTL a lock may be taken or extended with, and
-	// the longest fence retention: a year. Longer ones are refused with
-	// ErrInvalid before anything is sent. Every sum the client makes of a
-	// TTL (the restart guard's window, a fencing counter's lifetime in
-	// milliseconds for Redis's PX) then stays far from overflowing.
-	MaxTTL = 365 * 24 * time.Hour
 	// restartGuardAuto is the window's marker for "the longest TTL used plus drift".
 	restartGuardAuto = time.Duration(-1)
 )
+
+// MaxTTL is the longest TTL a lock may be taken or extended with, and the
+// longest fence retention: a year. Longer ones are refused with ErrInvalid
+// before anything is sent.
+const MaxTTL = 365 * 24 * time.Hour
 
 // DefaultRetry is the backoff Lock uses between attempts when no
 // release announcement wakes it first: exponential from 4 ms up to 512 ms,
@@ -41,8 +41,12 @@ type options struct {
 	logger       *slog.Logger
 	tokens       func() (string, error)
 	restartGuard time.Duration
-	fenceKeep    time.Duration
-	namespace    string
+	// fenceKeep is how long a key's fencing counter outlives its lock. A
+	// counter dropped after it is counted again from the master's fence
+	// floor, which is at least every fence the master ever counted (see
+	// bump in internal/scripts/lib.lua), so the next fence is still larger.
+	fenceKeep time.Duration
+	namespace string
 	// trustEviction and trustUnreadable let masters vote that the guard
 	// would keep out: see WithTrustEviction and WithTrustUnreadable.
 	trustEviction, trustUnreadable bool
@@ -119,13 +123,11 @@ func WithTokenGenerator(f func() (string, error)) Option {
 //
 // A master counts as restarted from the start its uptime shows, or from the
 // moment this client first sees a run_id other than the one it knew,
-// whatever the uptime. A master promoted from a replica (INFO replication
-// shows master_replid2) counts from the moment it is known to have been
-// promoted. A master with appendonly yes and appendfsync always keeps its
-// keys across a restart and is not quarantined for one; a promoted replica
-// is, durable or not. INFO gives uptime in whole seconds and can run a
-// second ahead, so the guard reads it as a second less: a quarantine lasts
-// up to two seconds beyond window.
+// whatever the uptime. A master promoted from a replica counts from the
+// moment it is known to have been promoted. A master with appendonly yes and
+// appendfsync always keeps its keys across a restart and is not quarantined
+// for one; a promoted replica is, durable or not. A quarantine can last up
+// to two seconds beyond window.
 //
 // 0 turns these quarantines off. The guard still keeps out the masters that
 // may not vote at any time (a replica, a master that may evict lock keys, one
@@ -151,21 +153,23 @@ func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEv
 func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
 // WithFenceRetention sets how long a key's fencing counter is kept after its
-// lock was last held. Default 10m. Must be positive and at most MaxTTL. Memory on each master is
-// bounded by the keys locked within this time; a key locked again after its
-// counter was dropped still gets a larger fence, from a per-master floor.
+// lock was last held. Default 10m. Must be positive and at most MaxTTL.
+// Memory on each master is bounded by the keys locked within this time; a
+// key locked again after its counter was dropped still gets a larger fence.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.fenceKeep = d })
 }
 
 // WithNamespace puts every key and channel the client uses on a master
 // below prefix: a lock on key "job" is kept at prefix+"job", its fencing
-// counter at prefix+"quorumlock:fence:job", the master's fence floor, the
+// counter at prefix+"quorumlock:fence:{<tag>}job" ({<tag>} keeps every name
+// of a key in the key's Redis Cluster hash slot), the fence floors, the
 // tombstones and the release announcements likewise. One ACL rule then
 // grants them all: ~<prefix>* &<prefix>* (see the README, Running against
 // production Redis). Every client that locks the same keys must use the
 // same namespace. Default "": lock keys as given, the rest below
-// "quorumlock:".
+// "quorumlock:". prefix may not hold '{' or '}': a Redis Cluster hash tag
+// belongs in the keys.
 func WithNamespace(prefix string) Option {
 	return optionFunc(func(o *options) { o.namespace = prefix })
 }
@@ -192,8 +196,12 @@ func (o *options) validate(n int) error {
 		return invalid("restart guard window %v is negative", o.restartGuard)
 	case o.fenceKeep <= 0:
 		return invalid("fence retention %v is not positive", o.fenceKeep)
-	case o.fenceKeep > MaxTTL:
+	case o.fenceKeep > MaxTTL: // so that ttl+fenceKeep cannot overflow: see checkKeyTTL
 		return invalid("fence retention %v is above the maximum of %v", o.fenceKeep, MaxTTL)
+	case strings.ContainsAny(o.namespace, "{}"):
+		// A brace in the namespace would pick the hash slot of every name
+		// the lock derives from a key (see scripts.Names).
+		return invalid("namespace %q has a brace; put a hash tag in the keys instead", o.namespace)
 	}
 	if err := checkBackoff(o.retry); err != nil {
 		return err

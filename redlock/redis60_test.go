@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // masters60 starts n real Redis 6.0 servers, the oldest release the library
@@ -133,10 +134,10 @@ func TestIntegration_Redis60_CoreOperations(t *testing.T) {
 	ly, err := y.TryLock(ctx, "f", time.Second)
 	require.NoError(t, err)
 	assert.Greater(t, ly.Fence(), last)
-	c2, err := redis.String(do(t, srv[2], "GET", names{}.fence("f")), nil)
+	c2, err := redis.String(do(t, srv[2], "GET", scripts.Names{}.Fence("f")), nil)
 	require.NoError(t, err)
 	assert.Equal(t, strconv.FormatInt(ly.Fence(), 10), c2, "master 2's counter raised to the fence")
-	pttl, err := redis.Int64(do(t, srv[2], "PTTL", names{}.fence("f")), nil)
+	pttl, err := redis.Int64(do(t, srv[2], "PTTL", scripts.Names{}.Fence("f")), nil)
 	require.NoError(t, err)
 	assert.Positive(t, pttl, "the raise keeps the counter's expiry")
 	require.NoError(t, ly.Release(ctx))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // Release deletes the lock on every master that holds it, in parallel, and
@@ -79,16 +80,16 @@ func (l *Lock) Release(ctx context.Context) error {
 func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
-	req := l.req.withArgv()
+	req := l.req
 	timeout := c.nodeTimeout(l.req.ttl)
 	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
-		func(_ context.Context, i int) (released, fanout.Vote, error) {
+		func(_ context.Context, i int) (scripts.Released, fanout.Vote, error) {
 			// Every request of this lock still on its way here must return
 			// before its delete, which then gets a node timeout of its own.
 			unsure, _ := l.trail.settle(context.Background(), i)
 			ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
 			defer cancel()
-			if a, _, _ := l.won.answer(i); a.grant.ok && a.grant.counter < l.fence && !l.fenced[i] { // in: the trail waited for it
+			if a, _, _ := l.won.answer(i); a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i] { // in: the trail waited for it
 				// A master that granted outside the quorum counts below the
 				// fence: raise it while the token still holds the key there, so
 				// that the masters agree on the next fence without a round trip.
@@ -98,14 +99,14 @@ func (l *Lock) release(ctx context.Context) error {
 			if unsure {
 				// One of them got no reply and may still land: leave the
 				// token's tombstone, which turns it away.
-				r.tombstone, r.argv = true, nil
+				r.tombstone = true
 			}
 			out, err := c.nodes[i].release(ctx, r)
 			if err != nil {
 				// The delete may not have landed: the client keeps trying
 				// in the background, while the key can still be there.
 				c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
-				return notHeld, fanout.No, c.nodeErr(i, err)
+				return scripts.NotHeld, fanout.No, c.nodeErr(i, err)
 			}
 			return out, fanout.Yes, nil
 		})
@@ -152,12 +153,12 @@ func (l *Lock) release(ctx context.Context) error {
 // held the token, and whether any freed the key.
 type heard struct{ held, freed bool }
 
-func hear(res *fanout.Result[released], masters []int) heard {
+func hear(res *fanout.Result[scripts.Released], masters []int) heard {
 	var h heard
 	for _, i := range masters {
 		rep, _ := res.Reply(i) // every master given has answered
-		h.held = h.held || rep.Value != notHeld
-		h.freed = h.freed || rep.Value == freed || rep.Value == freedUnannounced
+		h.held = h.held || rep.Value != scripts.NotHeld
+		h.freed = h.freed || rep.Value == scripts.Freed || rep.Value == scripts.FreedUnannounced
 	}
 	return h
 }

@@ -8,8 +8,10 @@ import (
 
 // Backoff decides how long Lock waits before its next attempt when no
 // release announcement wakes it first. Implementations must be safe for
-// concurrent use; the ones here are stateless. Lock counts a retry on every
-// wake, so n can grow large on a busy key: the ones here saturate.
+// concurrent use and must take any n >= 1: Lock counts a retry on every
+// wake, so n can grow large on a busy key. ExponentialBackoff and
+// ConstantBackoff meet both needs, and so does LimitRetry of a Backoff that
+// does.
 type Backoff interface {
 	// Delay returns the wait before retry n (n >= 1), or false to give up.
 	// A negative wait counts as none.
@@ -28,6 +30,10 @@ func (f BackoffFunc) Delay(n int) (time.Duration, bool) { return f(n) }
 // A base or max <= 0 gives no wait.
 func ExponentialBackoff(base, max time.Duration) Backoff { return exponential{base, max} }
 
+// The Backoffs built here are stateless values, which is what makes one
+// safe to share between goroutines, and each saturates rather than
+// overflows as n grows: exponential stops doubling at max, constant ignores
+// n, and limited only compares it before asking the Backoff it wraps.
 type exponential struct{ base, max time.Duration }
 
 func (e exponential) Delay(n int) (time.Duration, bool) {

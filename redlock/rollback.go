@@ -28,7 +28,6 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 	if len(targets) == 0 {
 		return
 	}
-	req = req.withArgv()
 	req.rollback = true
 	finished := make(chan struct{}, len(targets))
 	for _, i := range targets {

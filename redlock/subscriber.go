@@ -3,11 +3,10 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 // subscriber holds one master's pub/sub connection and reconnects it.
@@ -17,7 +16,7 @@ type subscriber struct {
 	cond *condition // how the connection fares, logged when it changes
 
 	mu      sync.Mutex // guards conn's writer side, want and stopped
-	conn    redis.Conn
+	conn    driver.Subscription
 	want    map[string]bool
 	stopped bool
 }
@@ -26,24 +25,17 @@ func (s *subscriber) subscribe(ch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.want[ch] = true
-	s.send("SUBSCRIBE", ch)
+	if s.conn != nil {
+		s.conn.Subscribe(ch) // a failed write shows up in the reader, which reconnects
+	}
 }
 
 func (s *subscriber) unsubscribe(ch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.want, ch)
-	s.send("UNSUBSCRIBE", ch)
-}
-
-// send writes a command if connected; s.mu must be held. A failed write
-// shows up in the reader, which reconnects and subscribes again.
-func (s *subscriber) send(cmd string, chans ...any) {
-	if s.conn == nil || len(chans) == 0 {
-		return
-	}
-	if s.conn.Send(cmd, chans...) == nil {
-		s.conn.Flush()
+	if s.conn != nil {
+		s.conn.Unsubscribe(ch)
 	}
 }
 
@@ -65,11 +57,9 @@ func (s *subscriber) run() {
 	backoff := 10 * time.Millisecond
 	for {
 		ctx, cancel := c.o.clock.WithTimeout(context.Background(), max(c.o.nodeTimeout, 500*time.Millisecond))
-		conn, err := c.nodes[s.node].subscriber(ctx)
+		conn, err := c.nodes[s.node].subscribe(ctx)
 		cancel()
 		if errors.Is(err, errNoPubSub) {
-			c.o.logger.Debug("redlock: no release announcements from master; waiters there use backoff",
-				"addr", c.nodes[s.node].addr(), "err", err)
 			s.h.markDeaf()
 			return
 		}
@@ -81,11 +71,13 @@ func (s *subscriber) run() {
 				return
 			}
 			s.conn = conn
-			chans := make([]any, 0, len(s.want))
+			chans := make([]string, 0, len(s.want))
 			for ch := range s.want {
 				chans = append(chans, ch)
 			}
-			s.send("SUBSCRIBE", chans...)
+			if len(chans) > 0 {
+				conn.Subscribe(chans...)
+			}
 			s.mu.Unlock()
 
 			var confirmed bool
@@ -118,25 +110,27 @@ func (s *subscriber) run() {
 
 // receive reads announcements and confirmations until the connection
 // fails. It reports whether a subscription was confirmed, and why it ended.
-func (s *subscriber) receive(conn redis.Conn) (confirmed bool, err error) {
-	psc := redis.PubSubConn{Conn: conn}
-	prefix := s.h.c.names().channel("")
+func (s *subscriber) receive(conn driver.Subscription) (confirmed bool, err error) {
+	names := s.h.c.names()
 	for {
-		switch v := psc.ReceiveWithTimeout(0).(type) {
-		case redis.Message:
-			if key, ok := strings.CutPrefix(v.Channel, prefix); ok {
+		m, err := conn.Receive()
+		if err != nil {
+			return confirmed, err
+		}
+		key, ours := names.KeyOf(m.Channel)
+		switch m.Kind {
+		case driver.Published:
+			if ours {
 				s.h.notify(key)
 			}
-		case redis.Subscription:
-			if key, ok := strings.CutPrefix(v.Channel, prefix); ok {
-				s.h.confirm(s.node, key, v.Kind == "subscribe")
+		case driver.Subscribed, driver.Unsubscribed:
+			if ours {
+				s.h.confirm(s.node, key, m.Kind == driver.Subscribed)
 			}
-			if v.Kind == "subscribe" && !confirmed {
+			if m.Kind == driver.Subscribed && !confirmed {
 				confirmed = true
 				s.cond.note(nil)
 			}
-		case error:
-			return confirmed, v
 		}
 	}
 }
@@ -209,6 +203,11 @@ func (h *hub) disconnected(node int) {
 		}
 	}
 }
+
+// errNoPubSub is the error of a node that can never announce releases, as
+// the in-memory nodes of the algorithm's tests: waiters there use their
+// backoff. Every driver.Master can subscribe.
+var errNoPubSub = errors.New("node has no pub/sub")
 
 // markDeaf records a master that can never announce releases.
 func (h *hub) markDeaf() {

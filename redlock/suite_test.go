@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // The integration tests run twice in `make test`: as the default user, and
@@ -91,12 +92,12 @@ func suite(base ...Option) func(opts ...Option) []Option {
 }
 
 // suiteNames is where the suite's clients keep their keys.
-func suiteNames() names {
+func suiteNames() scripts.Names {
 	if aclSuite() {
-		return names{ns: suiteNS}
+		return scripts.Names{NS: suiteNS}
 	}
-	return names{}
+	return scripts.Names{}
 }
 
 // stored is where a lock on key, or a pattern of such keys, lies on a master.
-func stored(key string) string { return suiteNames().lock(key) }
+func stored(key string) string { return suiteNames().Lock(key) }

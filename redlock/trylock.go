@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // TryLock makes one attempt to take key for ttl on a quorum of masters.
@@ -148,11 +149,15 @@ func (c *Client) checkKeyTTL(ctx context.Context, key string, ttl time.Duration)
 		return 0, invalid("nil client")
 	case key == "":
 		return 0, invalid("empty key")
-	case strings.HasPrefix(key, reservedPrefix):
-		return 0, invalid("key %q uses the reserved prefix %q", key, reservedPrefix)
+	case strings.HasPrefix(key, scripts.ReservedPrefix):
+		return 0, invalid("key %q uses the reserved prefix %q", key, scripts.ReservedPrefix)
 	case ttl <= 0:
 		return 0, invalid("ttl %v is not positive", ttl)
 	case ttl > MaxTTL:
+		// With every TTL and the fence retention at most MaxTTL, each sum
+		// the client makes of them (the restart guard's window, a fencing
+		// counter's lifetime in milliseconds for Redis's PX) stays far
+		// from overflowing.
 		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
 	}
 	ttl = ttl.Truncate(time.Millisecond)

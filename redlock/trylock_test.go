@@ -289,8 +289,19 @@ func TestAttempt_SplitVote(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fakes, clk := newFakeClient(t, tc.modes, WithRestartGuard(0),
 				WithTokenGenerator(func() (string, error) { return tc.token, nil }))
+			var answered []*fakeNode // healthy masters answer first, so a round's count is known
+			for i, m := range tc.modes {
+				if m == healthy {
+					answered = append(answered, fakes[i])
+				}
+			}
 			for i, o := range tc.others {
 				fakes[i].other = o
+			}
+			for i, m := range tc.modes {
+				if m == foreign {
+					fakes[i].answerAfter = answered
+				}
 			}
 			done := make(chan struct{})
 			var res outcome

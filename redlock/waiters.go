@@ -23,7 +23,7 @@ type hub struct {
 	subs              []*subscriber
 	started           bool
 	closed            bool
-	deaf              int           // masters that cannot announce: their pool has no pub/sub
+	deaf              int           // masters that can never announce (errNoPubSub)
 	confirmOutOfReach chan struct{} // closed once too many are deaf for any confirmation quorum
 }
 
@@ -81,7 +81,7 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
 			}
 		}
 		for _, s := range h.subs {
-			s.subscribe(h.c.names().channel(key))
+			s.subscribe(h.c.names().Channel(key))
 		}
 	}
 	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
@@ -171,7 +171,7 @@ func (w *waiter) dequeue(gotLock bool) {
 	if len(q.waiters) == 0 {
 		delete(h.queues, q.key)
 		for _, s := range h.subs {
-			s.unsubscribe(h.c.names().channel(q.key))
+			s.unsubscribe(h.c.names().Channel(q.key))
 		}
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock"
+	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -19,7 +20,18 @@ import (
 
 // fenceKey is where the library keeps a key's fencing counter (see its
 // scripts).
-func fenceKey(key string) string { return "quorumlock:fence:" + key }
+func fenceKey(key string) string { return "quorumlock:fence:" + slotTag(key) + key }
+
+// slotTag is the hash tag the library puts in every name it derives from
+// key (see the library's scripts.Names), so that they share key's Redis
+// Cluster slot: braces around a five-letter tag of that slot.
+func slotTag(key string) string {
+	t, _ := slot.TagFor(slot.Of(key))
+	return "{" + t + "}"
+}
+
+// channelOf is where releases of key are announced.
+func channelOf(key string) string { return "quorumlock:released:" + slotTag(key) + key }
 
 // counterIfHeld returns the key's fencing counter if token holds the key,
 // and false otherwise.

@@ -125,7 +125,7 @@ func announcements(ctx context.Context, addr, key string) (subs, pubs int64, err
 		return 0, 0, err
 	}
 	defer conn.Close()
-	v, err := redis.Values(redis.DoWithTimeout(conn, 2*time.Second, "PUBSUB", "NUMSUB", "quorumlock:released:"+key))
+	v, err := redis.Values(redis.DoWithTimeout(conn, 2*time.Second, "PUBSUB", "NUMSUB", channelOf(key)))
 	if err != nil || len(v) != 2 {
 		return 0, 0, fmt.Errorf("PUBSUB NUMSUB: %v %v", v, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -35,7 +36,7 @@ type clientFlags struct {
 // register adds the shared flags to fs; ttl is the subcommand's default TTL,
 // since the library takes a TTL per lock rather than as an option.
 func (c *clientFlags) register(fs *flag.FlagSet, ttl time.Duration, ttlUsage string) {
-	fs.StringVar(&c.nodes, "nodes", "", "comma-separated masters, host:port or redis:// and rediss:// URLs (default $"+nodesEnv+")")
+	fs.StringVar(&c.nodes, "nodes", "", "comma-separated masters, host:port or redis:// and rediss:// URLs; a Redis Cluster as redis+cluster://host:port,host:port, with ';' between nodes when several are clusters (default $"+nodesEnv+")")
 	durationVar(fs, &c.ttl, "ttl", ttl, ttlUsage)
 	fs.Float64Var(&c.driftFactor, "drift-factor", redlock.DefaultDriftFactor, "share of each TTL held back for clock drift between masters, in [0, 1)")
 	durationVar(fs, &c.driftMargin, "drift-margin", redlock.DefaultDriftMargin, "fixed part of the drift reserve")
@@ -58,16 +59,29 @@ func (c *clientFlags) addrs(getenv func(string) string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, nil
 	}
-	parts := strings.Split(list, ",")
+	sep := ","
+	if strings.Contains(list, ";") {
+		sep = ";" // nodes that are clusters, whose seeds are separated by commas
+	}
+	parts := strings.Split(list, sep)
 	out := make([]string, 0, len(parts))
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			return nil, usageErr("%s %q: entry %d is empty", src, list, i+1)
 		}
+		if n := len(out); sep == "," && n > 0 && isCluster(out[n-1]) && !strings.Contains(p, "://") {
+			out[n-1] += "," + p // another seed of the cluster before it
+			continue
+		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// isCluster reports an address that names a Redis Cluster.
+func isCluster(addr string) bool {
+	return strings.HasPrefix(addr, "redis+cluster://") || strings.HasPrefix(addr, "rediss+cluster://")
 }
 
 // requireAddrs is addrs for subcommands that have no masters of their own.
@@ -99,7 +113,7 @@ func (c *clientFlags) options(log *slog.Logger) []redlock.Option {
 // flags applied to every master; Close closes both.
 type client struct {
 	*redlock.Client
-	pools []pool.Pool
+	pools []driver.Master
 }
 
 // Close stops the client, if there is one yet, then closes its pools.
@@ -136,7 +150,7 @@ func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlo
 			}
 			opts = append(opts, pool.WithTLS(tlsCfg))
 		}
-		p, err := pool.New(a, opts...)
+		p, err := pool.Open(a, opts...)
 		if err != nil {
 			cl.Close()
 			return nil, usageErr("%v: node %d: %v", redlock.ErrInvalid, i, err)

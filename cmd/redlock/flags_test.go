@@ -30,6 +30,11 @@ func TestAddrs_FlagOverEnv_TrimmedAndChecked(t *testing.T) {
 		{name: "flag wins", flag: "x:1", env: "a:1", want: []string{"x:1"}},
 		{name: "empty entry", flag: "a:1,,b:2", wantErr: `--nodes "a:1,,b:2": entry 2 is empty`},
 		{name: "empty entry in env", env: "a:1,", wantErr: `$REDLOCK_NODES "a:1,": entry 2 is empty`},
+		{name: "a cluster and its seeds", flag: "redis+cluster://a:1,b:2,redis://c:3,d:4",
+			want: []string{"redis+cluster://a:1,b:2", "redis://c:3", "d:4"}},
+		{name: "clusters separated by semicolons", flag: "redis+cluster://a:1,b:2; rediss+cluster://c:3,d:4;e:5",
+			want: []string{"redis+cluster://a:1,b:2", "rediss+cluster://c:3,d:4", "e:5"}},
+		{name: "empty entry between clusters", flag: "redis+cluster://a:1;;e:5", wantErr: `--nodes "redis+cluster://a:1;;e:5": entry 2 is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

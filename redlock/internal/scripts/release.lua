@@ -7,12 +7,14 @@
 -- always leaves one, and a release does where a request with the token may
 -- still be on its way: the acquire script obeys it, so such a request cannot
 -- land after this script, whether or not the token held the key here.
+-- ARGV[5] '1' to announce with SPUBLISH (sharded pub/sub, on a Redis Cluster:
+-- the channel is in the lock key's slot), else PUBLISH.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
 -- token. A failed announcement never undoes or hides the deletion.
 local lock, void = KEYS[1], KEYS[2]
-local token, owner, channel, tomb = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local token, owner, channel, tomb, sharded = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
 if not held(lock, token, owner) then return 0 end
 if owner ~= '' then
@@ -21,7 +23,9 @@ if owner ~= '' then
 end
 redis.call('DEL', lock)
 if channel ~= '' then
-  local ok = redis.pcall('PUBLISH', channel, lock)
+  local publish = 'PUBLISH'
+  if sharded == '1' then publish = 'SPUBLISH' end
+  local ok = redis.pcall(publish, channel, lock)
   if type(ok) == 'table' and ok.err then return 3 end
 end
 return 1

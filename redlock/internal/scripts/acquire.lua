@@ -17,6 +17,17 @@
 local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, ttl, owner, keep, from, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
+-- holderOf names who holds a key this request may not take: the token of a
+-- plain lock, "owner:<owner>" of a reentrant one, '?' for a key of another
+-- kind.
+local function holderOf(lock)
+  local kind = redis.call('TYPE', lock).ok
+  if kind == 'string' then return redis.call('GET', lock) end
+  local owner = kind == 'hash' and redis.call('HGET', lock, 'owner')
+  if owner then return 'owner:' .. owner end
+  return '?'
+end
+
 -- voided: the attempt was rolled back before this request arrived, so it
 -- must not land. Checked only where the request would change something.
 local function voided()
@@ -41,7 +52,7 @@ if owner == '' then
   if v == token then
     return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
   end
-  if type(v) ~= 'string' then v = '?' end
+  if type(v) ~= 'string' then v = holderOf(lock) end
   return {0, redis.call('PTTL', lock), v}
 end
 
@@ -58,7 +69,4 @@ if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
   if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
   return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
 end
-local holder = '?'
-if kind == 'hash' then holder = 'owner:' .. (redis.call('HGET', lock, 'owner') or '?') end
-if kind == 'string' then holder = redis.call('GET', lock) end
-return {0, redis.call('PTTL', lock), holder}
+return {0, redis.call('PTTL', lock), holderOf(lock)}

@@ -1,0 +1,195 @@
+// Package driver is the seam between the lock and a Redis client library:
+// the little the lock needs from one master, in the lock's own terms. Package
+// pool implements it over redigo; adapters for other client libraries
+// implement it over theirs.
+//
+// A Master runs the lock's Lua scripts (Eval), reads the master's health for
+// the restart guard on the same connection as a script when asked to (Check),
+// and opens subscriptions for release announcements (Subscribe). Replies come
+// back in one neutral form whatever the client library: see Eval.
+package driver
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+)
+
+// Master is one Redis master as the lock uses it. Its methods are safe for
+// concurrent use.
+type Master interface {
+	// Addr names the master in errors and logs, e.g. "10.0.0.7:6379".
+	Addr() string
+
+	// Eval runs call's script on the master, by its digest (EVALSHA), and by
+	// its source (EVAL) on the same connection when the master does not have
+	// it cached (NOSCRIPT). It returns within ctx's deadline.
+	//
+	// When call.Check returns a check that is due (see Check.Due), the
+	// driver sends its questions ahead of the script on the connection that
+	// carries it, in the same round trip, to the same server, and returns
+	// their answers.
+	//
+	// Replies are given in the neutral form: an integer reply as int64, a
+	// bulk or status string as string, an array as []any of these, a nil
+	// reply as nil, and an error reply inside an array as Error. An error
+	// reply to the script itself is returned as the error, an Error. Other
+	// errors (network, timeouts) are returned as the client library gives
+	// them, wrapped or not.
+	//
+	// A connection that turns out dead when first used (the master restarted
+	// since it was pooled) is replaced within ctx, and Reply.Lost says so.
+	Eval(ctx context.Context, call Call) (Reply, error)
+
+	// Sharded reports whether releases are announced with sharded pub/sub
+	// (SPUBLISH, in the channel's slot), as the subscriptions of Subscribe
+	// hear them (SSUBSCRIBE on each channel's shard): true for a Redis
+	// Cluster driver that subscribes per shard. Otherwise the lock announces
+	// with PUBLISH, which a Redis Cluster also carries to every node.
+	Sharded() bool
+
+	// Subscribe opens a connection of its own for release announcements.
+	// It returns within ctx's deadline; the subscription lives until Closed.
+	Subscribe(ctx context.Context) (Subscription, error)
+
+	// Close releases what the driver holds for the master.
+	Close() error
+}
+
+// Script is one Lua script of the lock.
+type Script struct {
+	Name string // for errors and logs
+	Src  string // the Lua source, as EVAL takes it
+	SHA  string // hex SHA1 of Src, as EVALSHA takes it
+	// TakesHint: the script's last argument is the master's identity as the
+	// restart guard knows it (see Check.Hint and Call.Argv).
+	TakesHint bool
+}
+
+// NewScript returns the script with the given name and source.
+func NewScript(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Name: name, Src: src, SHA: hex.EncodeToString(sum[:])}
+}
+
+// Call is one run of a script on a master.
+type Call struct {
+	// Script is what runs.
+	Script *Script
+	// Keys are the script's keys. On a Redis Cluster they share one hash
+	// slot, and the call goes to the master that owns it.
+	Keys []string
+	// Args are the script's arguments; see Argv for those sent.
+	Args []string
+	// Check, when not nil, returns the restart guard's health read for the
+	// server the call goes to: "" for a standalone master, the address of
+	// the slot's master on a cluster. The driver calls it once it has the
+	// connection, and sends its questions when they are due (Check.Due).
+	Check func(server string) *Check
+}
+
+// Check is the restart guard's part of a call: a few plain commands sent
+// ahead of the script on the same connection, when the connection may lead
+// to another server process than the last answers came from.
+type Check struct {
+	// Questions are the commands, each as its name and arguments.
+	Questions [][]string
+	// Seen is the driver's dial count for the server (Reply.Dials) when
+	// the last answers were taken.
+	Seen uint64
+	// Always asks regardless of new connections.
+	Always bool
+	// Hint is the last argument of a script that takes one, when the
+	// questions are not sent. When they are, that argument is "": the
+	// connection may reach another server than the one the hint describes.
+	// See Call.Argv.
+	Hint string
+}
+
+// Due reports whether the questions go with a call whose connection was
+// handed out when the driver had opened dials connections. A driver reads
+// dials after it has the connection, so that one it has just opened counts.
+func (c *Check) Due(dials uint64) bool {
+	return c != nil && (c.Always || dials != c.Seen)
+}
+
+// Argv returns the script's arguments as sent: Args and, for a script that
+// takes a hint, the hint of check, or "" when check is nil or its questions
+// go with the call (asked).
+func (c Call) Argv(check *Check, asked bool) []string {
+	if !c.Script.TakesHint {
+		return c.Args
+	}
+	hint := ""
+	if check != nil && !asked {
+		hint = check.Hint
+	}
+	out := make([]string, len(c.Args)+1)
+	copy(out, c.Args)
+	out[len(c.Args)] = hint
+	return out
+}
+
+// Reply is a master's answer to a Call.
+type Reply struct {
+	// Value is the script's reply, in the neutral form (see Master.Eval).
+	Value any
+	// Answers holds the replies to the check's questions, in order, when
+	// they were sent (nil when not). An answer may be an Error: a command
+	// the master's ACL denies, for instance.
+	Answers []any
+	// Server is the server the call went to, as given to Call.Check.
+	Server string
+	// Dials is the driver's count of connections opened to that server, as
+	// read once the call had its connection.
+	Dials uint64
+	// Lost reports that a connection was found dead and replaced.
+	Lost bool
+}
+
+// Error is an error reply of the master, such as "NOPERM ..." or
+// "READONLY ...".
+type Error string
+
+// Error returns the reply as the master gave it.
+func (e Error) Error() string { return string(e) }
+
+// Code returns the error's first word, such as NOPERM, READONLY or ERR.
+func (e Error) Code() string {
+	code, _, _ := strings.Cut(string(e), " ")
+	return code
+}
+
+// Subscription is a connection subscribed to release announcements. Its
+// Subscribe and Unsubscribe may be called while another goroutine waits in
+// Receive; Close ends a waiting Receive with an error.
+type Subscription interface {
+	// Subscribe asks for announcements on the channels. The master confirms
+	// each through Receive.
+	Subscribe(channels ...string) error
+	// Unsubscribe stops them. The master confirms each through Receive.
+	Unsubscribe(channels ...string) error
+	// Receive waits for the next announcement or confirmation.
+	Receive() (Message, error)
+	// Close closes the connection.
+	Close() error
+}
+
+// Message is an event on a subscription.
+type Message struct {
+	Kind    Kind   // what happened
+	Channel string // on which channel
+}
+
+// Kind is what a Message reports.
+type Kind int8
+
+const (
+	// Published is an announcement on Channel.
+	Published Kind = iota
+	// Subscribed confirms a subscription to Channel.
+	Subscribed
+	// Unsubscribed confirms that Channel is no longer subscribed.
+	Unsubscribed
+)

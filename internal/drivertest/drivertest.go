@@ -1,0 +1,238 @@
+// Package drivertest is the contract every driver.Master passes, in the
+// spirit of a transport test suite: the driver's own promises (replies in the
+// neutral form, scripts by digest with a fall-back to their source, the
+// restart guard's questions on the call's connection, deadlines, release
+// announcements), then the lock's operations through it, all against real
+// redis-server masters that the suite starts.
+//
+// A driver's tests call Run with a function that makes the driver for one
+// master. The redigo driver (package pool) runs it in this module; each
+// adapter runs it in its own.
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// New makes the driver under test for the master at addr ("host:port", no
+// password). The suite closes it.
+type New func(t testing.TB, addr string) driver.Master
+
+// Run runs the whole contract.
+func Run(t *testing.T, newDriver New) {
+	t.Run("Driver", func(t *testing.T) { RunDriver(t, newDriver) })
+	t.Run("Lock", func(t *testing.T) { RunLock(t, newDriver) })
+}
+
+// open starts n masters and a driver for each.
+func open(t *testing.T, n int, newDriver New) ([]*redistest.Server, []driver.Master) {
+	t.Helper()
+	srv := redistest.Start(t, n, redistest.Ephemeral)
+	ds := make([]driver.Master, n)
+	for i, s := range srv {
+		d := newDriver(t, s.Addr())
+		t.Cleanup(func() { d.Close() })
+		ds[i] = d
+	}
+	return srv, ds
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// RunDriver checks the driver's own promises.
+func RunDriver(t *testing.T, newDriver New) {
+	t.Run("RepliesInTheNeutralForm", func(t *testing.T) {
+		_, ds := open(t, 1, newDriver)
+		s := driver.NewScript("shapes", `
+			redis.call('SET', KEYS[1], ARGV[1])
+			return {1, redis.call('GET', KEYS[1]), {2, 'x'}, false, redis.status_reply('FINE'), redis.error_reply('NOPE inner')}`)
+		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{"v"}})
+		require.NoError(t, err)
+		assert.Equal(t, []any{int64(1), "v", []any{int64(2), "x"}, nil, "FINE", driver.Error("NOPE inner")}, rep.Value)
+		assert.Nil(t, rep.Answers, "no check, no answers")
+	})
+	t.Run("ErrorRepliesAreDriverErrors", func(t *testing.T) {
+		_, ds := open(t, 1, newDriver)
+		s := driver.NewScript("fails", `return redis.error_reply('NOPERM not for you')`)
+		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
+		var de driver.Error
+		require.True(t, errors.As(err, &de), "got %T %v", err, err)
+		assert.Equal(t, "NOPERM", de.Code())
+	})
+	t.Run("ScriptSourceWhenTheMasterLostIt", func(t *testing.T) {
+		srv, ds := open(t, 1, newDriver)
+		s := driver.NewScript("echo", `return ARGV[1]`)
+		for i := range 3 {
+			_, err := srv[0].Do("SCRIPT", "FLUSH")
+			require.NoError(t, err)
+			rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
+			require.NoError(t, err, "try %d", i)
+			assert.Equal(t, fmt.Sprint(i), rep.Value)
+		}
+	})
+	t.Run("CheckQuestionsGoFirstOnTheSameConnection", func(t *testing.T) {
+		_, ds := open(t, 1, newDriver)
+		s := driver.NewScript("hinted", `redis.call('SET', KEYS[1], 'after'); return ARGV[#ARGV]`)
+		s.TakesHint = true
+		ask := &driver.Check{
+			Questions: [][]string{{"INFO", "server"}, {"GET", "k"}, {"CONFIG", "GET", "appendonly"}, {"NOSUCHCOMMAND"}},
+			Always:    true,
+			Hint:      "the hint",
+		}
+		var servers []string
+		call := driver.Call{Script: s, Keys: []string{"k"}, Args: []string{"a"},
+			Check: func(server string) *driver.Check { servers = append(servers, server); return ask }}
+		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), call)
+		require.NoError(t, err)
+		require.Len(t, rep.Answers, 4)
+		assert.Contains(t, rep.Answers[0], "run_id:")
+		assert.Nil(t, rep.Answers[1], "asked before the script ran")
+		assert.Equal(t, []any{"appendonly", "no"}, rep.Answers[2])
+		var de driver.Error
+		assert.True(t, errors.As(asError(rep.Answers[3]), &de), "an error answer is a driver.Error: %v", rep.Answers[3])
+		assert.Equal(t, "", rep.Value, "the hint is blanked when the questions go with the call")
+		assert.Equal(t, []string{rep.Server}, servers, "the check is asked once, for the server the call went to")
+
+		// Not due: no questions, and the hint goes to the script.
+		seen := rep.Dials
+		quiet := &driver.Check{Questions: ask.Questions, Seen: seen, Hint: "the hint"}
+		call.Check = func(string) *driver.Check { return quiet }
+		rep, err = ds[0].Eval(ctxFor(t, 2*time.Second), call)
+		require.NoError(t, err)
+		if rep.Dials == seen {
+			assert.Nil(t, rep.Answers)
+			assert.Equal(t, "the hint", rep.Value)
+		} else {
+			assert.Len(t, rep.Answers, 4, "a new connection is checked")
+		}
+	})
+	t.Run("ANewServerProcessIsANewDial", func(t *testing.T) {
+		srv, ds := open(t, 1, newDriver)
+		s := driver.NewScript("one", `return 1`)
+		var last driver.Reply
+		ask := func(server string) *driver.Check {
+			return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: last.Dials}
+		}
+		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
+		require.NoError(t, err)
+		last = rep
+		before := runID(t, rep.Answers)
+		require.NoError(t, srv[0].Kill())
+		require.NoError(t, srv[0].Restart(redistest.Ephemeral))
+		// The first call after the restart may meet the dead connection; the
+		// driver replaces it within the deadline, and the new connection is
+		// checked.
+		var after string
+		for try := 0; try < 20 && after == ""; try++ {
+			rep, err = ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
+			if err == nil && rep.Answers != nil {
+				after = runID(t, rep.Answers)
+			}
+			if err == nil {
+				last = rep
+			}
+		}
+		require.NotEmpty(t, after, "no call after the restart was checked")
+		assert.NotEqual(t, before, after, "the check reached the new process")
+	})
+	t.Run("DeadlineOfAStoppedMaster", func(t *testing.T) {
+		srv, ds := open(t, 1, newDriver)
+		s := driver.NewScript("one", `return 1`)
+		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
+		require.NoError(t, err)
+		require.NoError(t, srv[0].Pause())
+		resumed := false
+		defer func() {
+			if !resumed {
+				srv[0].Resume()
+			}
+		}()
+		start := time.Now()
+		_, err = ds[0].Eval(ctxFor(t, 100*time.Millisecond), driver.Call{Script: s, Keys: []string{"k"}})
+		assert.Error(t, err)
+		assert.Less(t, time.Since(start), time.Second, "the call kept its deadline")
+		require.NoError(t, srv[0].Resume())
+		resumed = true
+		// Later calls get their own replies, not the late one.
+		echo := driver.NewScript("echo", `return ARGV[1]`)
+		for i := range 5 {
+			rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprint(i), rep.Value)
+		}
+	})
+	t.Run("Subscription", func(t *testing.T) {
+		srv, ds := open(t, 1, newDriver)
+		sub, err := ds[0].Subscribe(ctxFor(t, 2*time.Second))
+		require.NoError(t, err)
+		got := make(chan driver.Message, 16)
+		done := make(chan error, 1)
+		go func() {
+			for {
+				m, err := sub.Receive()
+				if err != nil {
+					done <- err
+					return
+				}
+				got <- m
+			}
+		}()
+		next := func() driver.Message {
+			select {
+			case m := <-got:
+				return m
+			case <-time.After(2 * time.Second):
+				t.Fatal("no message within 2s")
+				return driver.Message{}
+			}
+		}
+		require.NoError(t, sub.Subscribe("c1", "c2"))
+		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c1"}, next())
+		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c2"}, next())
+		_, err = srv[0].Do("PUBLISH", "c2", "x")
+		require.NoError(t, err)
+		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "c2"}, next())
+		require.NoError(t, sub.Unsubscribe("c1"))
+		assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: "c1"}, next())
+		require.NoError(t, sub.Close())
+		select {
+		case err := <-done:
+			assert.Error(t, err, "Receive ends with an error once closed")
+		case <-time.After(2 * time.Second):
+			t.Fatal("Close did not end Receive")
+		}
+	})
+}
+
+func asError(v any) error {
+	err, _ := v.(error)
+	return err
+}
+
+func runID(t *testing.T, answers []any) string {
+	t.Helper()
+	require.NotEmpty(t, answers)
+	s, _ := answers[0].(string)
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no run_id in %q", s)
+	return ""
+}

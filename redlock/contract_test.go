@@ -1,0 +1,283 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
+)
+
+// The script contract: one table of sequences, each run on the in-memory
+// fake master that the algorithm's tests use and on real redis-servers (the
+// current release and 6.0, the oldest supported) running the Lua scripts
+// through the driver. Both must give the same
+// answers, so the fake cannot drift from the scripts.
+
+// step is one script run of a contract sequence, and what it must answer.
+type step struct {
+	op                  string // acquire, extend, release, fence, inspect
+	token, owner, from  string
+	ttl                 time.Duration // 10s when zero
+	rollback, tombstone bool
+	fence               string // fence: "<label>+<n>", a counter seen earlier plus n
+
+	// What must come back.
+	ok       bool             // acquire: granted; fence: raised
+	tookOver bool             // acquire
+	holder   string           // acquire when refused, and inspect: a token, "owner:<o>", or ""
+	pttl     string           // acquire when refused, and inspect: "live", "long" (> 5s), "rolled back", "no key"
+	counter  string           // acquire and inspect: "new" (above every counter seen), "=<label>", ">=<label>+<n>"
+	label    string           // names this step's counter for later steps
+	extended scripts.Extended // extend
+	released scripts.Released // release
+	holds    int              // inspect
+}
+
+var contract = []struct {
+	name  string
+	steps []step
+}{
+	{"a free key is granted; another token is refused and told the holder", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "acquire", token: "b", holder: "a", pttl: "live"},
+		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+	}},
+	{"a retried acquire that already landed is granted with the same counter", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "acquire", token: "a", ok: true, counter: "=a"},
+	}},
+	{"extend: renewed by the holder, lapsed for another, vacant once free", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "extend", token: "a", extended: scripts.Renewed},
+		{op: "extend", token: "b", extended: scripts.Lapsed},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "extend", token: "a", extended: scripts.Vacant},
+	}},
+	{"release: only the holder frees the key, once", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "release", token: "b", released: scripts.NotHeld},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "release", token: "a", released: scripts.NotHeld},
+		{op: "inspect", holder: "", pttl: "no key"},
+	}},
+	{"a plain release leaves no tombstone: the token may take the key again", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+	}},
+	{"a roll-back frees the key and turns away the token's late acquire", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "release", token: "a", rollback: true, released: scripts.Freed},
+		{op: "acquire", token: "a", pttl: "rolled back"},
+		{op: "inspect", holder: "", pttl: "no key"},
+		{op: "acquire", token: "b", ok: true, counter: "new"},
+	}},
+	{"a roll-back where the token never landed still leaves its tombstone", []step{
+		{op: "release", token: "a", rollback: true, released: scripts.NotHeld},
+		{op: "acquire", token: "a", pttl: "rolled back"},
+		{op: "inspect", holder: "", pttl: "no key"},
+	}},
+	{"a release asked for a tombstone leaves one", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "release", token: "a", tombstone: true, released: scripts.Freed},
+		{op: "acquire", token: "a", pttl: "rolled back"},
+	}},
+	{"a hand-over passes the key without freeing it, and the old token loses it", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "acquire", token: "b", from: "a", ok: true, tookOver: true, counter: "new", label: "b"},
+		{op: "inspect", holder: "b", holds: 1, pttl: "live", counter: "=b"},
+		{op: "extend", token: "a", extended: scripts.Lapsed},
+		{op: "acquire", token: "c", from: "a", holder: "b", pttl: "live"},
+	}},
+	{"a hand-over to a rolled-back token does not land", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "release", token: "b", rollback: true, released: scripts.NotHeld},
+		{op: "acquire", token: "b", from: "a", pttl: "rolled back", holder: "a"},
+		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+	}},
+	{"a hand-over from a token that does not hold the key is an acquire", []step{
+		{op: "acquire", token: "b", from: "a", ok: true, counter: "new"},
+	}},
+	{"reentrant: holds of one owner share the key until the last is released", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new", label: "o"},
+		{op: "acquire", token: "b", owner: "o", ok: true, counter: "=o"},
+		{op: "acquire", token: "c", owner: "p", holder: "owner:o", pttl: "live"},
+		{op: "acquire", token: "d", holder: "owner:o", pttl: "live"},
+		{op: "inspect", holder: "owner:o", holds: 2, pttl: "live", counter: "=o"},
+		{op: "release", token: "a", owner: "o", released: scripts.StillHeld},
+		{op: "extend", token: "a", owner: "o", extended: scripts.Lapsed},
+		{op: "extend", token: "b", owner: "o", extended: scripts.Renewed},
+		{op: "inspect", holder: "owner:o", holds: 1, pttl: "live"},
+		{op: "release", token: "b", owner: "o", released: scripts.Freed},
+		{op: "inspect", holder: "", pttl: "no key"},
+	}},
+	{"reentrant: an extension never shortens the other holds' TTL", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new"},
+		{op: "extend", token: "a", owner: "o", ttl: time.Second, extended: scripts.Renewed},
+		{op: "inspect", holder: "owner:o", holds: 1, pttl: "long"},
+	}},
+	{"a plain lock refuses a reentrant acquire, and the other way round", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "acquire", token: "b", owner: "o", holder: "a", pttl: "live"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "acquire", token: "c", owner: "o", ok: true, counter: "new"},
+		{op: "acquire", token: "d", holder: "owner:o", pttl: "live"},
+		{op: "release", token: "c", released: scripts.NotHeld},
+	}},
+	{"a fence raise by the holder carries into the next holder's counter", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "fence", token: "b", fence: "a+1000", ok: false},
+		{op: "fence", token: "a", fence: "a+1000", ok: true},
+		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: ">=a+1000"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "acquire", token: "b", ok: true, counter: ">=a+1001"},
+	}},
+	{"a fence raise never lowers the counter", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "fence", token: "a", fence: "a+0", ok: true},
+		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+	}},
+	{"counters grow from one holder to the next", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "acquire", token: "b", owner: "o", ok: true, counter: "new"},
+		{op: "release", token: "b", owner: "o", released: scripts.Freed},
+		{op: "acquire", token: "c", ok: true, counter: "new"},
+	}},
+}
+
+func TestContract_Scripts(t *testing.T) {
+	real := client(t, masters(t, 1)).nodes[0].(*master)
+	var old *master
+	if !aclSuite() { // Redis 6.0 has no ACL rules for channels, which the suite's user needs
+		old = client(t, masters60(t, 1)).nodes[0].(*master)
+	}
+	on := func(m *master, ns string) func() node {
+		return func() node {
+			c := *m
+			c.names = scripts.Names{NS: ns} // a fresh master, as far as the scripts can tell
+			return &c
+		}
+	}
+	for i, tc := range contract {
+		backends := []struct {
+			name string
+			node func() node
+		}{
+			{"fake", func() node { return newFakeNode("fake", clock.NewFake(time.Unix(1_000_000, 0)), healthy) }},
+			{"redis", on(real, suiteNames().NS+fmt.Sprintf("contract-%d:", i))},
+			{"redis-6.0", on(old, suiteNames().NS+fmt.Sprintf("contract-%d:", i))},
+		}
+		if old == nil {
+			backends = backends[:2]
+		}
+		for _, b := range backends {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				runContract(t, b.node(), tc.steps)
+			})
+		}
+	}
+}
+
+func runContract(t *testing.T, n node, steps []step) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counters := map[string]int64{}
+	var top int64
+	counted := func(at int, s step, got int64) {
+		switch {
+		case s.counter == "new":
+			assert.Greater(t, got, top, "step %d: a new counter, above every one before", at)
+		case strings.HasPrefix(s.counter, "="):
+			assert.Equal(t, counters[s.counter[1:]], got, "step %d: counter %s", at, s.counter)
+		case strings.HasPrefix(s.counter, ">="):
+			assert.GreaterOrEqual(t, got, offset(t, counters, s.counter[2:]), "step %d: counter %s", at, s.counter)
+		}
+		top = max(top, got)
+		if s.label != "" {
+			counters[s.label] = got
+		}
+	}
+	for at, s := range steps {
+		req := request{key: "k", token: s.token, owner: s.owner, from: s.from, ttl: s.ttl, keep: time.Minute,
+			rollback: s.rollback, tombstone: s.tombstone}
+		if req.ttl == 0 {
+			req.ttl = 10 * time.Second
+		}
+		switch s.op {
+		case "acquire":
+			g, err := n.acquire(ctx, req)
+			require.NoError(t, err, "step %d", at)
+			require.Equal(t, s.ok, g.OK, "step %d: granted", at)
+			if g.OK {
+				assert.Equal(t, s.tookOver, g.TookOver, "step %d: took over", at)
+				counted(at, s, g.Counter)
+				continue
+			}
+			assert.Equal(t, s.pttl, pttlClass(g.PTTL), "step %d: PTTL %v", at, g.PTTL)
+			if s.pttl != "rolled back" || s.holder != "" {
+				assert.Equal(t, s.holder, g.Holder, "step %d: holder", at)
+			}
+		case "extend":
+			e, err := n.extend(ctx, req)
+			require.NoError(t, err, "step %d", at)
+			assert.Equal(t, s.extended, e, "step %d", at)
+		case "release":
+			r, err := n.release(ctx, req)
+			require.NoError(t, err, "step %d", at)
+			assert.Equal(t, s.released, r, "step %d", at)
+		case "fence":
+			ok, err := n.raiseFence(ctx, req, offset(t, counters, s.fence))
+			require.NoError(t, err, "step %d", at)
+			assert.Equal(t, s.ok, ok, "step %d: raised", at)
+		case "inspect":
+			st, err := n.inspect(ctx, "k")
+			require.NoError(t, err, "step %d", at)
+			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
+			if s.pttl == "long" {
+				assert.Greater(t, st.PTTL, 5*time.Second, "step %d: PTTL", at)
+			} else {
+				assert.Equal(t, s.pttl, pttlClass(st.PTTL), "step %d: PTTL %v", at, st.PTTL)
+			}
+			if s.holder != "" {
+				assert.Equal(t, s.holds, st.Holds, "step %d: holds", at)
+				counted(at, step{counter: s.counter}, st.Counter)
+			}
+		default:
+			t.Fatalf("step %d: unknown op %q", at, s.op)
+		}
+	}
+}
+
+// offset reads "<label>+<n>": the counter labelled so, plus n.
+func offset(t *testing.T, counters map[string]int64, spec string) int64 {
+	label, n, ok := strings.Cut(spec, "+")
+	c, seen := counters[label]
+	require.True(t, ok && seen, "bad counter reference %q", spec)
+	var add int64
+	_, err := fmt.Sscan(n, &add)
+	require.NoError(t, err)
+	return c + add
+}
+
+// pttlClass names what a PTTL says, as the contract compares it.
+func pttlClass(d time.Duration) string {
+	switch {
+	case d == scripts.RolledBack:
+		return "rolled back"
+	case d == scripts.NoKey:
+		return "no key"
+	case d == scripts.NoExpiry:
+		return "no expiry"
+	case d > 0:
+		return "live"
+	}
+	return fmt.Sprint(d)
+}

@@ -1,0 +1,74 @@
+package scripts
+
+import (
+	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// Acquire is one run of acquire.lua: take the key for Token, or add a hold
+// to a reentrant lock of the same Owner.
+type Acquire struct {
+	Key   string
+	Token string
+	TTL   time.Duration
+	Owner string        // "" for a plain lock
+	Keep  time.Duration // how long a new fencing counter lives, beyond the TTL
+	From  string        // a hand-over: the plain lock's token the key passes from, or ""
+}
+
+// Call returns the run on a master.
+func (a Acquire) Call(s *Set, n Names) driver.Call {
+	return driver.Call{
+		Script: s.Acquire,
+		Keys:   []string{n.Lock(a.Key), n.Fence(a.Key), n.Floor(a.Key), n.Void(a.Key, a.Token), n.Stamp(a.Key)},
+		Args:   []string{a.Token, ms(a.TTL), a.Owner, ms(a.TTL + a.Keep), a.From},
+	}
+}
+
+// Grant is a master's answer to an Acquire.
+type Grant struct {
+	OK       bool
+	Counter  int64 // the key's fencing counter, when OK
+	TookOver bool  // a hand-over found the lock it takes over here and replaced it
+	// PTTL is the holder's remaining TTL when not OK: a duration, NoExpiry,
+	// NoKey, or RolledBack when the attempt's tombstone refused it.
+	PTTL time.Duration
+	// Holder is who holds the key when not OK: a plain lock's token,
+	// "owner:<owner>" for a reentrant one, Unknown for a key of another
+	// kind, "" when none (RolledBack).
+	Holder string
+}
+
+// Unknown is the holder of a key that holds no lock of this library.
+const Unknown = "?"
+
+// DecodeGrant reads acquire.lua's reply: {1, counter} or {1, counter, 1}
+// when granted, {0, PTTL, holder} or {0, -3} when not.
+func DecodeGrant(v any) (Grant, error) {
+	xs, err := array(v, 2)
+	if err != nil {
+		return Grant{}, err
+	}
+	ok, err := integer(xs[0])
+	if err != nil {
+		return Grant{}, err
+	}
+	num, err := integer(xs[1])
+	if err != nil {
+		return Grant{}, err
+	}
+	if ok == 1 {
+		g := Grant{OK: true, Counter: num}
+		if len(xs) > 2 {
+			took, _ := integer(xs[2])
+			g.TookOver = took == 1
+		}
+		return g, nil
+	}
+	g := Grant{PTTL: time.Duration(num) * time.Millisecond}
+	if len(xs) > 2 {
+		g.Holder, _ = str(xs[2])
+	}
+	return g, nil
+}

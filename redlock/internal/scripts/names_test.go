@@ -1,0 +1,91 @@
+package scripts
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/internal/slot"
+)
+
+// keysAndSpaces are lock keys and namespaces with and without hash tags,
+// braces that make no tag, and bytes that are not text.
+var (
+	keysForNames = []string{"job", "{user:1}:job", "a{b}c{d}", "{}x", "}{", "x{", "{{a}}", "\x00\xff{\x01}", "quorum", ""}
+	spaces       = []string{"", "app:lock:", "t"}
+)
+
+// Every key and channel a script touches for a key is in the lock key's
+// hash slot, so that a Redis Cluster serves the script, and the lock key is
+// the user's key as given.
+func TestNames_ShareTheKeysSlot(t *testing.T) {
+	for _, ns := range spaces {
+		n := Names{NS: ns}
+		for _, key := range keysForNames {
+			lock := n.Lock(key)
+			require.Equal(t, ns+key, lock)
+			want := slot.Of(lock)
+			for _, name := range []string{n.Fence(key), n.Floor(key), n.Void(key, "tok{en}"), n.Stamp(key), n.Channel(key)} {
+				assert.Equal(t, want, slot.Of(name), "ns %q key %q: %q", ns, key, name)
+				assert.True(t, strings.HasPrefix(name, ns+ReservedPrefix), "%q is below the namespace and the reserved prefix", name)
+			}
+		}
+	}
+}
+
+// Names of different keys never collide, floors aside, which are per slot.
+func TestNames_Distinct(t *testing.T) {
+	n := Names{NS: "app:"}
+	seen := map[string]string{}
+	for _, key := range keysForNames {
+		for _, name := range []string{n.Lock(key), n.Fence(key), n.Void(key, key), n.Channel(key)} {
+			prev, dup := seen[name]
+			assert.False(t, dup, "%q names both %q and %q", name, prev, key)
+			seen[name] = key
+		}
+	}
+}
+
+// KeyOf reads the key back from its channel, and nothing from other
+// channels.
+func TestNames_KeyOf(t *testing.T) {
+	for _, ns := range spaces {
+		n := Names{NS: ns}
+		for _, key := range keysForNames {
+			got, ok := n.KeyOf(n.Channel(key))
+			assert.True(t, ok, "ns %q key %q", ns, key)
+			assert.Equal(t, key, got)
+		}
+		for _, ch := range []string{"", "other", n.NS + ReservedPrefix + "released:job", n.NS + ReservedPrefix + "released:{HHHHH}job", n.Fence("job")} {
+			_, ok := n.KeyOf(ch)
+			assert.False(t, ok, "ns %q channel %q", ns, ch)
+		}
+	}
+}
+
+// A real cluster agrees with the slots the names are given.
+func TestNames_ClusterKeySlot(t *testing.T) {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{})
+	node := c.Nodes()[0]
+	n := Names{NS: "app:"}
+	for _, key := range keysForNames {
+		for _, name := range []string{n.Lock(key), n.Fence(key), n.Floor(key), n.Void(key, "t"), n.Stamp(key), n.Channel(key)} {
+			got, err := node.Do("CLUSTER", "KEYSLOT", name)
+			require.NoError(t, err)
+			assert.Equal(t, slot.Of(n.Lock(key)), atoi(t, got), "%q", name)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n := 0
+	for _, c := range s {
+		require.True(t, c >= '0' && c <= '9', "not a number: %q", s)
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

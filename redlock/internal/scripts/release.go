@@ -1,0 +1,66 @@
+package scripts
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// Release is one run of release.lua: free a lock Token holds, or undo a
+// failed attempt (Rollback).
+type Release struct {
+	Key   string
+	Token string
+	Owner string // "" for a plain lock
+	// Rollback: the lock was never held, so nothing is announced, and the
+	// token's tombstone is left.
+	Rollback bool
+	// Tombstone leaves the token's tombstone for TTL also on a release: a
+	// request with the token may still be on its way here.
+	Tombstone bool
+	TTL       time.Duration // how long a tombstone lasts
+	// Sharded announces with SPUBLISH, as a Redis Cluster's subscribers hear
+	// it, rather than PUBLISH.
+	Sharded bool
+}
+
+// Call returns the run on a master.
+func (r Release) Call(s *Set, n Names) driver.Call {
+	channel, tomb := n.Channel(r.Key), ""
+	if r.Rollback {
+		channel = ""
+	}
+	if r.Rollback || r.Tombstone {
+		tomb = ms(r.TTL)
+	}
+	sharded := ""
+	if r.Sharded {
+		sharded = "1"
+	}
+	return driver.Call{
+		Script: s.Release,
+		Keys:   []string{n.Lock(r.Key), n.Void(r.Key, r.Token)},
+		Args:   []string{r.Token, r.Owner, channel, tomb, sharded},
+	}
+}
+
+// Released is a master's answer to a Release.
+type Released int8
+
+// The answers of release.lua.
+const (
+	NotHeld          Released = 0 // the token held nothing here
+	Freed            Released = 1 // the key was deleted and the release announced
+	StillHeld        Released = 2 // a reentrant lock keeps other holds
+	FreedUnannounced Released = 3 // the key was deleted; the announcement failed
+)
+
+// DecodeReleased reads release.lua's reply.
+func DecodeReleased(v any) (Released, error) {
+	n, err := integer(v)
+	if err != nil || n < 0 || n > 3 {
+		return NotHeld, fmt.Errorf("release: unexpected reply %v", v)
+	}
+	return Released(n), nil
+}
