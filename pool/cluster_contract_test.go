@@ -1,0 +1,30 @@
+package pool_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/internal/drivertest"
+	"github.com/quorumlock/quorumlock/pool"
+)
+
+// The redigo cluster driver keeps the driver's promises on Redis Cluster
+// nodes.
+func TestContract_Cluster(t *testing.T) {
+	drivertest.RunCluster(t, func(t testing.TB, seeds []string) driver.Master {
+		c, err := pool.NewCluster(seeds)
+		require.NoError(t, err)
+		return c
+	})
+}
+
+// The lock runs over three clusters of three shards through the driver.
+func TestContract_ClusterLock(t *testing.T) {
+	drivertest.RunClusterLock(t, func(t testing.TB, seeds []string) driver.Master {
+		c, err := pool.NewCluster(seeds)
+		require.NoError(t, err)
+		return c
+	})
+}
