@@ -1,0 +1,329 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// startCluster starts n masters in cluster mode, gives each an equal range
+// of the slots, introduces them to each other and waits until each reports
+// the cluster ok.
+func startCluster(t *testing.T, n int) []*redistest.Server {
+	t.Helper()
+	srv := redistest.Start(t, n, redistest.Ephemeral,
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+	for i, s := range srv {
+		lo, hi := slotRange(i, n)
+		mustDo(t, s, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi))
+		mustDo(t, s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1))
+	}
+	for _, s := range srv[1:] {
+		mustDo(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(srv[0].Port))
+	}
+	waitClusterOK(t, srv)
+	return srv
+}
+
+// slotRange is the slots node i of n owns.
+func slotRange(i, n int) (lo, hi int) { return i * 16384 / n, (i+1)*16384/n - 1 }
+
+func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
+	t.Helper()
+	v, err := s.Do(args...)
+	require.NoError(t, err, "%s: %v", s.Addr(), args)
+	return v
+}
+
+// waitClusterOK waits, at most 10 s, until every node sees all of them and
+// the cluster ok.
+func waitClusterOK(t *testing.T, srv []*redistest.Server) {
+	t.Helper()
+	want := fmt.Sprintf("cluster_known_nodes:%d", len(srv))
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range srv {
+		for {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s: cluster not ok within 10s: %v %s", s.Addr(), err, info)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// keyOn returns a key whose slot node i of n owns, and the slot.
+func keyOn(t *testing.T, srv []*redistest.Server, i int) (string, int) {
+	t.Helper()
+	lo, hi := slotRange(i, len(srv))
+	for j := range 1000 {
+		k := fmt.Sprint("key-", j)
+		slot, err := strconv.Atoi(mustDo(t, srv[0], "CLUSTER", "KEYSLOT", k))
+		require.NoError(t, err)
+		if lo <= slot && slot <= hi {
+			return k, slot
+		}
+	}
+	t.Fatalf("no key found for node %d", i)
+	return "", 0
+}
+
+// wrapCluster returns the adapter over a cluster client of the nodes.
+func wrapCluster(t *testing.T, srv []*redistest.Server, opt redis.ClusterOptions) (*goredis.Master, *redis.ClusterClient) {
+	t.Helper()
+	opt.Addrs = redistest.Addrs(srv)
+	c := redis.NewClusterClient(&opt)
+	t.Cleanup(func() { c.Close() })
+	m, err := goredis.New(c)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m, c
+}
+
+func ctx5s(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func tcpPort(t *testing.T, answer any) string {
+	t.Helper()
+	s, _ := answer.(string)
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "tcp_port:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no tcp_port in %q", s)
+	return ""
+}
+
+// Each call goes to the master of its first key's slot, the guard's
+// questions with it, and the call names that master to the guard.
+func TestCluster_CallsGoToTheSlotMaster(t *testing.T) {
+	srv := startCluster(t, 3)
+	for _, mode := range []struct {
+		name string
+		opt  redis.ClusterOptions
+	}{{"ctx deadlines", redis.ClusterOptions{ContextTimeoutEnabled: true}}, {"client timeouts", redis.ClusterOptions{}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			m, _ := wrapCluster(t, srv, mode.opt)
+			s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
+			for i := range srv {
+				key, _ := keyOn(t, srv, i)
+				var asked []string
+				rep, err := m.Eval(ctx5s(t), driver.Call{Script: s, Keys: []string{key, "{" + key + "}.other"}, Args: []string{mode.name},
+					Check: func(server string) *driver.Check {
+						asked = append(asked, server)
+						return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
+					}})
+				require.NoError(t, err, "key %s", key)
+				assert.Equal(t, srv[i].Addr(), rep.Server, "key %s", key)
+				assert.Equal(t, []string{srv[i].Addr()}, asked, "the check is asked for the slot's master")
+				require.Len(t, rep.Answers, 1)
+				assert.Equal(t, strconv.Itoa(srv[i].Port), tcpPort(t, rep.Answers[0]), "the questions went to the slot's master")
+				assert.Equal(t, mode.name, mustDo(t, srv[i], "GET", key), "the script ran there")
+			}
+		})
+	}
+}
+
+// A call needs a key to be routed by.
+func TestCluster_CallWithoutKeys_IsInvalid(t *testing.T) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer c.Close()
+	m, err := goredis.New(c)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.Eval(ctx5s(t), driver.Call{Script: driver.NewScript("one", `return 1`)})
+	assert.ErrorIs(t, err, redlock.ErrInvalid)
+}
+
+// Node clients the cluster client made before the adapter was built may
+// hold connections nobody counted: the first call to such a node is asked,
+// though the guard's count says it need not be.
+func TestCluster_NodeClientsOlderThanTheAdapter_AreAsked(t *testing.T) {
+	srv := startCluster(t, 3)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(srv), ContextTimeoutEnabled: true})
+	defer c.Close()
+	key, _ := keyOn(t, srv, 1)
+	require.NoError(t, c.Set(ctx5s(t), key, "v", 0).Err(), "the application uses the client first")
+	m, err := goredis.New(c)
+	require.NoError(t, err)
+	defer m.Close()
+	rep, err := m.Eval(ctx5s(t), driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{key},
+		Check: func(string) *driver.Check {
+			return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: 0}
+		}})
+	require.NoError(t, err)
+	assert.Equal(t, srv[1].Addr(), rep.Server)
+	assert.NotNil(t, rep.Answers, "a connection opened before the adapter counted dials was asked")
+}
+
+// Each shard master's dials are its own: when one restarts, the call to it
+// after the restart is asked, and reaches the new process.
+func TestCluster_ARestartedShardMaster_IsAsked(t *testing.T) {
+	srv := startCluster(t, 3)
+	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
+	one := driver.NewScript("one", `return 1`)
+	key, _ := keyOn(t, srv, 2)
+	seen := map[string]uint64{}
+	call := func(t *testing.T) (driver.Reply, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rep, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{key},
+			Check: func(server string) *driver.Check {
+				return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: seen[server]}
+			}})
+		if err == nil && rep.Answers != nil {
+			seen[rep.Server] = rep.Dials
+		}
+		return rep, err
+	}
+	rep, err := call(t)
+	require.NoError(t, err)
+	require.NotNil(t, rep.Answers)
+	before := runIDOf(t, rep.Answers[0])
+	rep, err = call(t)
+	require.NoError(t, err)
+	require.Nil(t, rep.Answers, "the same connection is not asked again")
+
+	require.NoError(t, srv[2].Kill())
+	require.NoError(t, srv[2].Restart(redistest.Ephemeral))
+	var after string
+	deadline := time.Now().Add(10 * time.Second)
+	for after == "" && time.Now().Before(deadline) {
+		rep, err := call(t)
+		switch {
+		case err == nil:
+			require.NotNil(t, rep.Answers, "a call after the restart went unasked")
+			after = runIDOf(t, rep.Answers[0])
+		default:
+			time.Sleep(100 * time.Millisecond) // the node rejoins the cluster
+		}
+	}
+	require.NotEmpty(t, after, "no call succeeded after the restart")
+	assert.NotEqual(t, before, after)
+}
+
+func runIDOf(t *testing.T, answer any) string {
+	t.Helper()
+	s, _ := answer.(string)
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no run_id in %q", s)
+	return ""
+}
+
+// While a slot moves to another master (ASK) and after it moved (MOVED),
+// calls fail as missing votes, not as a misconfigured master, and leave
+// nothing; the next calls go to the new master.
+func TestCluster_SlotMoving_FailsCleanlyThenFollows(t *testing.T) {
+	srv := startCluster(t, 3)
+	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
+	key, slot := keyOn(t, srv, 0)
+	from, to := srv[0], srv[1]
+	set := driver.NewScript("set", `redis.call('SET', KEYS[1], 'x'); return 1`)
+	call := func() (driver.Reply, error) {
+		return m.Eval(ctx5s(t), driver.Call{Script: set, Keys: []string{key}})
+	}
+	keysIn := func(s *redistest.Server) string {
+		return mustDo(t, s, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot))
+	}
+	probe := driver.NewScript("probe", `return 1`)
+	rep, err := m.Eval(ctx5s(t), driver.Call{Script: probe, Keys: []string{key}})
+	require.NoError(t, err)
+	require.Equal(t, from.Addr(), rep.Server, "the client knows the slot's master")
+
+	fromID, toID := mustDo(t, from, "CLUSTER", "MYID"), mustDo(t, to, "CLUSTER", "MYID")
+	mustDo(t, to, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "IMPORTING", fromID)
+	mustDo(t, from, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "MIGRATING", toID)
+	for _, step := range []string{"ASK", "MOVED"} {
+		if step == "MOVED" {
+			for _, s := range []*redistest.Server{to, from, srv[2]} {
+				mustDo(t, s, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", toID)
+			}
+		}
+		rep, err := call()
+		if step == "MOVED" && err == nil {
+			// go-redis may have reloaded its slot map in the background
+			// after the ASK: the call went straight to the new master.
+			assert.Equal(t, to.Addr(), rep.Server, step)
+			assert.Equal(t, "0", keysIn(from), "%s: nothing left on %s", step, from.Addr())
+			continue
+		}
+		assert.ErrorIs(t, err, goredis.ErrRedirected, step)
+		assert.Contains(t, fmt.Sprint(err), step)
+		var de driver.Error
+		assert.False(t, errors.As(err, &de), "%s is no error reply of the master's: %v", step, err)
+		assert.Equal(t, from.Addr(), rep.Server, step)
+		assert.Equal(t, "0", keysIn(from), "%s: nothing left on %s", step, from.Addr())
+		assert.Equal(t, "0", keysIn(to), "%s: nothing left on %s", step, to.Addr())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rep, err = call()
+		if err == nil || !time.Now().Before(deadline) {
+			break
+		}
+		require.ErrorIs(t, err, goredis.ErrRedirected)
+		time.Sleep(20 * time.Millisecond) // the client reloads the slots in the background
+	}
+	require.NoError(t, err)
+	assert.Equal(t, to.Addr(), rep.Server)
+	assert.Equal(t, "1", keysIn(to))
+}
+
+// A subscription hears announcements made on every shard.
+func TestCluster_SubscriptionHearsEveryShard(t *testing.T) {
+	srv := startCluster(t, 3)
+	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
+	sub, err := m.Subscribe(ctx5s(t))
+	require.NoError(t, err)
+	got := make(chan driver.Message, 16)
+	go func() {
+		defer close(got)
+		for {
+			msg, err := sub.Receive()
+			if err != nil {
+				return
+			}
+			got <- msg
+		}
+	}()
+	next := func() driver.Message {
+		select {
+		case msg := <-got:
+			return msg
+		case <-time.After(2 * time.Second):
+			t.Fatal("no message within 2s")
+			return driver.Message{}
+		}
+	}
+	require.NoError(t, sub.Subscribe("quorumlock:release:k"))
+	assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "quorumlock:release:k"}, next())
+	for _, s := range srv {
+		mustDo(t, s, "PUBLISH", "quorumlock:release:k", "x")
+		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "quorumlock:release:k"}, next(), "published on %s", s.Addr())
+	}
+	require.NoError(t, sub.Close())
+	for range got {
+	}
+}

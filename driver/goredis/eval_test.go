@@ -1,0 +1,308 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// clientModes are the two ways go-redis bounds a call that outlives its
+// caller: by the ctx's deadline, pushed back by the adapter's grace
+// (ContextTimeoutEnabled), or by the client's ReadTimeout and WriteTimeout.
+var clientModes = []struct {
+	name string
+	opt  redis.Options
+}{
+	{"ctx deadlines", redis.Options{ContextTimeoutEnabled: true}},
+	{"client timeouts", redis.Options{}},
+}
+
+// A call whose questions are not due, on a connection the client opens
+// during the call, must not come back without them: the server behind the
+// new connection may be one the guard has never read. The adapter asks them
+// after the script, on the same connection. A call on a connection opened
+// before it gets no questions and costs no round trip more.
+func TestEval_ConnectionOpenedDuringTheCall_IsAsked(t *testing.T) {
+	for _, mode := range clientModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t, 1, redistest.Ephemeral)
+			m := wrap(t, srv[0].Addr(), mode.opt)
+			s := driver.NewScript("hinted", `return ARGV[#ARGV]`)
+			s.TakesHint = true
+			questions := [][]string{{"INFO", "server"}, {"CLIENT", "ID"}}
+			call := func(seen uint64) driver.Reply {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				rep, err := m.Eval(ctx, driver.Call{Script: s, Keys: []string{"k"},
+					Check: func(string) *driver.Check {
+						return &driver.Check{Questions: questions, Seen: seen, Hint: "known"}
+					}})
+				require.NoError(t, err)
+				return rep
+			}
+
+			// The first call sets up the client's first connection.
+			first := call(0)
+			require.NotNil(t, first.Answers, "a count of 0 is not what the guard saw")
+
+			// The server drops it: the next call's connection is one the
+			// client opens during the call, though the count says the
+			// questions are not due when the call begins.
+			_, err := srv[0].Do("CLIENT", "KILL", "TYPE", "normal")
+			require.NoError(t, err)
+			second := call(first.Dials)
+			require.Len(t, second.Answers, 2, "the new connection was asked")
+			assert.Contains(t, second.Answers[0], "run_id:")
+			assert.Greater(t, second.Dials, first.Dials, "the count after the dial, the one the answers go with")
+			assert.Equal(t, "known", second.Value, "the questions went after the script, which had the hint")
+
+			// The connection is pooled now: the next call reuses it.
+			third := call(second.Dials)
+			assert.Equal(t, second.Dials, third.Dials, "no new connection")
+			assert.Nil(t, third.Answers, "an old connection is not asked")
+			assert.Equal(t, "known", third.Value)
+		})
+	}
+}
+
+// A stopped master keeps every call to its deadline, on a pooled connection
+// or a new one (whose handshake is what hangs), and later calls get their
+// own replies.
+func TestEval_StoppedMaster_KeepsTheDeadline(t *testing.T) {
+	one := driver.NewScript("one", `return 1`)
+	for _, mode := range clientModes {
+		for _, pooled := range []bool{true, false} {
+			name := mode.name + "/new connection"
+			if pooled {
+				name = mode.name + "/pooled connection"
+			}
+			t.Run(name, func(t *testing.T) {
+				srv := redistest.Start(t, 1, redistest.Ephemeral)
+				m := wrap(t, srv[0].Addr(), mode.opt)
+				if pooled {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+					cancel()
+					require.NoError(t, err)
+				}
+				require.NoError(t, srv[0].Pause())
+				resumed := false
+				defer func() {
+					if !resumed {
+						srv[0].Resume()
+					}
+				}()
+				for _, op := range []struct {
+					name string
+					do   func(context.Context) error
+				}{
+					{"eval", func(ctx context.Context) error {
+						_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+						return err
+					}},
+					{"subscribe", func(ctx context.Context) error {
+						sub, err := m.Subscribe(ctx)
+						if err == nil {
+							sub.Close()
+						}
+						return err
+					}},
+				} {
+					ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+					start := time.Now()
+					err := op.do(ctx)
+					cancel()
+					took := time.Since(start)
+					assert.Error(t, err, op.name)
+					assert.Less(t, took, time.Second, "%s kept its deadline", op.name)
+				}
+				require.NoError(t, srv[0].Resume())
+				resumed = true
+				echo := driver.NewScript("echo", `return ARGV[1]`)
+				for i, v := range []string{"a", "b", "c"} {
+					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+					rep, err := m.Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{v}})
+					cancel()
+					require.NoError(t, err, "call %d", i)
+					assert.Equal(t, v, rep.Value, "call %d got its own reply", i)
+				}
+			})
+		}
+	}
+}
+
+// Errors the lock acts on keep their shape through the adapter.
+func TestEval_Errors(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral, "--requirepass", "secret")
+	for _, tc := range []struct {
+		name string
+		opt  redis.Options
+		call driver.Call
+		code string // the driver.Error's code, "" for another error
+		is   error
+	}{
+		{"no password", redis.Options{}, driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{"k"}}, "NOAUTH", nil},
+		{"wrong password", redis.Options{Password: "nope"}, driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{"k"}}, "WRONGPASS", nil},
+		{"no script", redis.Options{Password: "secret"}, driver.Call{Keys: []string{"k"}}, "", redlock.ErrInvalid},
+		{"empty question", redis.Options{Password: "secret"}, driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{"k"},
+			Check: func(string) *driver.Check { return &driver.Check{Questions: [][]string{{}}, Always: true} }}, "", redlock.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := wrap(t, srv[0].Addr(), tc.opt)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := m.Eval(ctx, tc.call)
+			require.Error(t, err)
+			var de driver.Error
+			if tc.code != "" {
+				require.True(t, errors.As(err, &de), "%T %v", err, err)
+				assert.Equal(t, tc.code, de.Code())
+			}
+			if tc.is != nil {
+				assert.ErrorIs(t, err, tc.is)
+			}
+		})
+	}
+}
+
+// A connection the client cannot set up (the ACL user's password changed
+// after the client's first connections) fails the call: go-redis leaves
+// the pipeline's commands without a reply or an error then, which must not
+// pass for a nil reply.
+func TestEval_ConnectionSetupRefused_FailsTheCall(t *testing.T) {
+	for _, mode := range clientModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t, 1, redistest.Ephemeral)
+			_, err := srv[0].Do("ACL", "SETUSER", "locker", "on", ">before", "~*", "&*", "+@all")
+			require.NoError(t, err)
+			opt := mode.opt
+			opt.Username, opt.Password = "locker", "before"
+			m := wrap(t, srv[0].Addr(), opt)
+			one := driver.NewScript("one", `return 1`)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			rep, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), rep.Value)
+
+			_, err = srv[0].Do("ACL", "SETUSER", "locker", "resetpass", ">after")
+			require.NoError(t, err)
+			_, err = srv[0].Do("CLIENT", "KILL", "USER", "locker")
+			require.NoError(t, err)
+			rep, err = m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+			var de driver.Error
+			require.True(t, errors.As(err, &de), "got %#v, %v", rep.Value, err)
+			assert.Equal(t, "WRONGPASS", de.Code())
+		})
+	}
+}
+
+// A fresh client's first connections, set up at once by calls and a
+// subscription, race on nothing: a RESP3 client writes its options as the
+// first ones come up (see readiness), a RESP2 client never does.
+func TestEval_FirstConnectionsAtOnce(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	one := driver.NewScript("one", `return 1`)
+	for _, protocol := range []int{3, 2} {
+		t.Run(fmt.Sprint("RESP", protocol), func(t *testing.T) {
+			for round := range 3 {
+				m := wrap(t, srv[0].Addr(), redis.Options{Protocol: protocol, ContextTimeoutEnabled: true})
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				errs := make(chan error, 9)
+				for range 8 {
+					go func() {
+						_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+						errs <- err
+					}()
+				}
+				go func() {
+					sub, err := m.Subscribe(ctx)
+					if err == nil {
+						err = sub.Close()
+					}
+					errs <- err
+				}()
+				for range 9 {
+					assert.NoError(t, <-errs, "round %d", round)
+				}
+				cancel()
+			}
+		})
+	}
+}
+
+// A reply that comes after the caller's deadline is still read, and its
+// connection goes back to the pool rather than being dropped with its setup,
+// which every later call would pay for again.
+func TestEval_LateReply_KeepsTheConnection(t *testing.T) {
+	one := driver.NewScript("one", `return 1`)
+	for _, mode := range clientModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t, 1, redistest.Ephemeral)
+			opt := mode.opt
+			opt.Addr = srv[0].Addr()
+			client := redis.NewClient(&opt)
+			t.Cleanup(func() { client.Close() })
+			m, err := goredis.New(client)
+			require.NoError(t, err)
+			t.Cleanup(func() { m.Close() })
+			call := func(d time.Duration) (driver.Reply, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				return m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+			}
+			first, err := call(2 * time.Second)
+			require.NoError(t, err)
+			require.Equal(t, uint32(1), client.PoolStats().TotalConns)
+
+			require.NoError(t, srv[0].Pause())
+			_, err = call(50 * time.Millisecond)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, srv[0].Resume())
+			deadline := time.Now().Add(2 * time.Second)
+			for client.PoolStats().IdleConns != 1 {
+				require.True(t, time.Now().Before(deadline), "the connection did not come back to the pool: %+v", client.PoolStats())
+				time.Sleep(10 * time.Millisecond)
+			}
+			next, err := call(2 * time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, first.Dials, next.Dials, "no connection was opened")
+			assert.Equal(t, int64(1), next.Value)
+		})
+	}
+}
+
+// A master that lost its scripts gets the source on the connection the
+// questions went on, and the answers come back with the reply.
+func TestEval_ScriptSourceAfterTheQuestions(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m := wrap(t, srv[0].Addr(), redis.Options{ContextTimeoutEnabled: true})
+	echo := driver.NewScript("echo", `return ARGV[1]`)
+	for i := range 3 {
+		_, err := srv[0].Do("SCRIPT", "FLUSH")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rep, err := m.Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)},
+			Check: func(string) *driver.Check {
+				return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}, Always: true}
+			}})
+		cancel()
+		require.NoError(t, err, "try %d", i)
+		assert.Equal(t, fmt.Sprint(i), rep.Value)
+		require.Len(t, rep.Answers, 1)
+		assert.IsType(t, int64(0), rep.Answers[0])
+	}
+}

@@ -1,0 +1,144 @@
+package goredis_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// startSentinel starts a Sentinel watching master under the name "locks",
+// and returns its address. The process is killed with the test.
+func startSentinel(t *testing.T, master *redistest.Server) string {
+	t.Helper()
+	bin, err := redistest.Binary()
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `port %d
+bind 127.0.0.1
+dir %s
+logfile %s
+sentinel monitor locks 127.0.0.1 %d 1
+sentinel down-after-milliseconds locks 1000
+sentinel failover-timeout locks 5000
+`, port, dir, filepath.Join(dir, "sentinel.log"), master.Port), 0o600))
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := redistest.DoAt(addr, "PING"); err == nil {
+			return addr
+		}
+		require.True(t, time.Now().Before(deadline), "sentinel %s did not answer within 5s", addr)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Through a Sentinel failover client, the lock works as through a plain
+// one; when the replica is promoted, the client's connections lead to it,
+// the guard's questions reach it before it votes, and it does not vote for
+// the guard's window.
+func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
+	master := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	replica := redistest.StartReplica(t, master)
+	sentinel := startSentinel(t, master)
+	client := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: "locks", SentinelAddrs: []string{sentinel}, ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { client.Close() })
+	m, err := goredis.New(client, goredis.WithName("sentinel:locks"))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+
+	// The driver's view: the script names the server that ran it, and the
+	// first call to reach a server is asked.
+	where := driver.NewScript("where", `return string.match(redis.call('INFO', 'server'), 'tcp_port:(%d+)')`)
+	var seen uint64
+	call := func(t *testing.T) (ran, answered string, err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rep, err := m.Eval(ctx, driver.Call{Script: where, Keys: []string{"k"},
+			Check: func(server string) *driver.Check {
+				assert.Equal(t, "", server, "a failover client is one master")
+				return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: seen}
+			}})
+		if err != nil {
+			return "", "", err
+		}
+		if rep.Answers != nil {
+			seen = rep.Dials
+			answered = tcpPort(t, rep.Answers[0])
+		}
+		ran, _ = rep.Value.(string)
+		return ran, answered, nil
+	}
+	ran, answered, err := call(t)
+	require.NoError(t, err)
+	require.Equal(t, strconv.Itoa(master.Port), ran)
+	require.Equal(t, ran, answered, "the first call is asked")
+
+	// The lock's view: once the master has been up for the guard's window,
+	// a lock is granted.
+	const window = time.Second
+	c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(window),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for try := 0; ; try++ {
+		l, err := c.TryLock(ctx, "before", 10*time.Second)
+		if err == nil {
+			require.NoError(t, l.Release(ctx))
+			break
+		}
+		require.Less(t, try, 40, "no lock within the guard's window: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	_, err = redistest.DoAt(sentinel, "SENTINEL", "FAILOVER", "locks")
+	require.NoError(t, err)
+	// Until the client follows, calls reach the old master (a replica
+	// soon) or fail. The first call the promoted replica runs is asked.
+	deadline := time.Now().Add(20 * time.Second)
+	for ran != strconv.Itoa(replica.Port) {
+		require.True(t, time.Now().Before(deadline), "the client did not follow the failover within 20s")
+		time.Sleep(50 * time.Millisecond)
+		if ran, answered, err = call(t); err != nil {
+			continue
+		}
+		if ran == strconv.Itoa(replica.Port) {
+			assert.Equal(t, ran, answered, "the first call to the promoted replica was asked")
+		}
+	}
+	// The promoted replica is kept from voting for the window.
+	_, err = c.TryLock(ctx, "after", 10*time.Second)
+	assert.ErrorIs(t, err, redlock.ErrQuarantined, "%v", err)
+	assert.Contains(t, fmt.Sprint(err), "promoted from a replica")
+}

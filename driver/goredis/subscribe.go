@@ -1,0 +1,87 @@
+package goredis
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// Subscribe opens a pub/sub connection of the client for release
+// announcements: see driver.Master. The connection is opened, and the ACL
+// user authenticated, before Subscribe returns.
+//
+// On a cluster client it is a classic (not sharded) subscription, to one
+// node the client picks: Redis Cluster forwards every PUBLISH to every
+// node, so one connection hears the announcements of every shard.
+func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	if err := m.enter(); err != nil {
+		return nil, err
+	}
+	defer m.inflight.Done()
+	return within(m, ctx, func(ctx context.Context) (driver.Subscription, error) {
+		ps := m.client.Subscribe(ctx)
+		// go-redis connects on the first command; PING makes it connect
+		// now. Its PONG comes through Receive, which skips it.
+		if err := ps.Ping(ctx); err != nil {
+			ps.Close()
+			return nil, serverError(err, false)
+		}
+		return &subscription{ps: ps}, nil
+	}, func(s driver.Subscription) { s.Close() })
+}
+
+// subscription is a go-redis PubSub that ends with the first error of its
+// connection. go-redis would reconnect and subscribe again by itself; the
+// lock instead needs to hear that the connection failed, as announcements
+// sent meanwhile were lost, so the PubSub is closed at the first error and
+// the lock opens another.
+type subscription struct {
+	ps *redis.PubSub
+
+	once sync.Once
+	err  error
+}
+
+func (s *subscription) Subscribe(channels ...string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	return s.ps.Subscribe(context.Background(), channels...)
+}
+
+func (s *subscription) Unsubscribe(channels ...string) error {
+	if len(channels) == 0 {
+		return nil // go-redis would unsubscribe from every channel
+	}
+	return s.ps.Unsubscribe(context.Background(), channels...)
+}
+
+func (s *subscription) Receive() (driver.Message, error) {
+	for {
+		v, err := s.ps.Receive(context.Background())
+		if err != nil {
+			s.Close()
+			return driver.Message{}, serverError(err, false)
+		}
+		switch v := v.(type) {
+		case *redis.Message:
+			return driver.Message{Kind: driver.Published, Channel: v.Channel}, nil
+		case *redis.Subscription:
+			switch v.Kind {
+			case "subscribe":
+				return driver.Message{Kind: driver.Subscribed, Channel: v.Channel}, nil
+			case "unsubscribe":
+				return driver.Message{Kind: driver.Unsubscribed, Channel: v.Channel}, nil
+			}
+		}
+		// A PONG, or a kind the lock does not use.
+	}
+}
+
+func (s *subscription) Close() error {
+	s.once.Do(func() { s.err = s.ps.Close() })
+	return s.err
+}
