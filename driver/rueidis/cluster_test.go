@@ -1,0 +1,354 @@
+package rueidisdriver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// startCluster starts a Redis Cluster of n masters without replicas, the
+// slots split evenly in order, and waits until every node sees every other
+// and serves the whole slot space.
+func startCluster(t *testing.T, n int) []*redistest.Server {
+	t.Helper()
+	srv := redistest.Start(t, n, redistest.Ephemeral, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+	per := 16384 / n
+	for i, s := range srv {
+		last := (i+1)*per - 1
+		if i == n-1 {
+			last = 16383
+		}
+		_, err := s.Do("CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(i*per), strconv.Itoa(last))
+		require.NoError(t, err)
+	}
+	for _, s := range srv[1:] {
+		_, err := srv[0].Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(s.Port))
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, s := range srv {
+		for {
+			info, err := s.Do("CLUSTER", "INFO")
+			require.NoError(t, err)
+			if strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r", n)) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the cluster did not form within 20s: %s", info)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return srv
+}
+
+// clusterClient returns a rueidis cluster client, closed when the test ends.
+func clusterClient(t *testing.T, srv []*redistest.Server, dials bool) (rueidis.Client, *rueidisdriver.Dials) {
+	t.Helper()
+	opt := rueidis.ClientOption{InitAddress: []string{srv[0].Addr()}, DisableCache: true}
+	var d *rueidisdriver.Dials
+	if dials {
+		d = rueidisdriver.CountDials(&opt)
+	}
+	client, err := rueidis.NewClient(opt)
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	require.Equal(t, rueidis.ClientModeCluster, client.Mode())
+	return client, d
+}
+
+// keyOn returns a key whose slot the server at index i of a cluster made by
+// startCluster serves.
+func keyOn(t *testing.T, srv []*redistest.Server, i int, prefix string) string {
+	t.Helper()
+	for n := 0; n < 10000; n++ {
+		key := fmt.Sprintf("%s-%d", prefix, n)
+		slot, err := srv[0].Do("CLUSTER", "KEYSLOT", key)
+		require.NoError(t, err)
+		s, _ := strconv.Atoi(slot)
+		if s/(16384/len(srv)) == i || (i == len(srv)-1 && s >= i*(16384/len(srv))) {
+			return key
+		}
+	}
+	t.Fatalf("no key for node %d", i)
+	return ""
+}
+
+func runIDOf(t *testing.T, s *redistest.Server) string {
+	t.Helper()
+	info, err := s.Info("server")
+	require.NoError(t, err)
+	return info["run_id"]
+}
+
+// answeredRunID returns the run_id in the answer to INFO server.
+func answeredRunID(answers []any) string {
+	if len(answers) == 0 {
+		return ""
+	}
+	s, _ := answers[0].(string)
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// A call on a cluster goes to the master of its keys' slot, with the
+// guard's questions on the same connection: the script's write, the
+// answers' run_id, the server the check is asked for and the reply's Server
+// all name that master.
+func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
+	srv := startCluster(t, 3)
+	for _, counted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("counted=%v", counted), func(t *testing.T) {
+			client, dials := clusterClient(t, srv, counted)
+			var opts []rueidisdriver.Option
+			if counted {
+				opts = append(opts, rueidisdriver.WithDials(dials))
+			}
+			m, err := rueidisdriver.New(client, opts...)
+			require.NoError(t, err)
+			s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
+			for i, owner := range srv {
+				key := keyOn(t, srv, i, fmt.Sprintf("counted=%v", counted))
+				tagged := "{" + key + "}:other"
+				var asked []string
+				check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
+				rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{
+					Script: s, Keys: []string{key, tagged}, Args: []string{"v"},
+					Check: func(server string) *driver.Check { asked = append(asked, server); return check },
+				})
+				require.NoError(t, err, "node %d", i)
+				assert.Nil(t, rep.Value)
+				assert.Equal(t, owner.Addr(), rep.Server, "node %d", i)
+				assert.Equal(t, []string{owner.Addr()}, asked, "node %d", i)
+				assert.Equal(t, runIDOf(t, owner), answeredRunID(rep.Answers), "node %d: the answers come from the slot's master", i)
+				if counted {
+					assert.Equal(t, dials.To(owner.Addr()), rep.Dials, "node %d: the dials are the slot master's", i)
+				}
+				for j, other := range srv {
+					got, err := other.Do("GET", key)
+					if j == i {
+						require.NoError(t, err)
+						assert.Equal(t, "v", got)
+					} else {
+						assert.Error(t, err, "node %d does not serve the key (MOVED)", j)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Keys of several slots cannot be one call on a cluster: ErrInvalid, and
+// nothing is sent.
+func TestCluster_KeysOfSeveralSlotsAreInvalid(t *testing.T) {
+	srv := startCluster(t, 3)
+	client, _ := clusterClient(t, srv, false)
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	k0, k1 := keyOn(t, srv, 0, "x"), keyOn(t, srv, 1, "x")
+	s := driver.NewScript("set", `redis.call('SET', KEYS[1], 'v'); redis.call('SET', KEYS[2], 'v')`)
+	for _, keys := range [][]string{{k0, k1}, {"{a}x", "{b}x"}, nil} {
+		_, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: keys})
+		assert.ErrorIs(t, err, rueidisdriver.ErrInvalid, "keys %q", keys)
+	}
+	_, err = srv[0].Do("GET", k0)
+	assert.ErrorIs(t, err, redistest.ErrNil, "nothing ran")
+}
+
+// When a slot moves to another master, the first call after it meets a
+// MOVED on the old master, where the script does not run, and goes to the
+// new one, with the questions asked there.
+func TestCluster_MovedIsFollowed(t *testing.T) {
+	srv := startCluster(t, 3)
+	client, _ := clusterClient(t, srv, false)
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	key := keyOn(t, srv, 0, "moving")
+	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
+	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
+	call := driver.Call{Script: s, Keys: []string{key}, Check: func(string) *driver.Check { return check }}
+	rep, err := m.Eval(ctxFor(t, 2*time.Second), call)
+	require.NoError(t, err)
+	require.Equal(t, srv[0].Addr(), rep.Server)
+
+	// Move the key's (now empty) slot from node 0 to node 1.
+	_, err = srv[0].Do("DEL", key)
+	require.NoError(t, err)
+	slot, err := srv[0].Do("CLUSTER", "KEYSLOT", key)
+	require.NoError(t, err)
+	to, err := srv[1].Do("CLUSTER", "MYID")
+	require.NoError(t, err)
+	for _, s := range []*redistest.Server{srv[1], srv[0], srv[2]} {
+		_, err := s.Do("CLUSTER", "SETSLOT", slot, "NODE", to)
+		require.NoError(t, err)
+	}
+
+	rep, err = m.Eval(ctxFor(t, 2*time.Second), call)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rep.Value, "the script ran once, on the new master")
+	assert.Equal(t, srv[1].Addr(), rep.Server)
+	assert.Equal(t, runIDOf(t, srv[1]), answeredRunID(rep.Answers), "the answers are the new master's")
+	got, err := srv[1].Do("GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "1", got)
+}
+
+// A subscription on a cluster hears a release announced on any master.
+func TestCluster_Subscription(t *testing.T) {
+	srv := startCluster(t, 3)
+	client, _ := clusterClient(t, srv, false)
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	sub, err := m.Subscribe(ctxFor(t, 2*time.Second))
+	require.NoError(t, err)
+	defer sub.Close()
+	got := make(chan driver.Message, 16)
+	go func() {
+		for {
+			msg, err := sub.Receive()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- msg
+		}
+	}()
+	next := func() driver.Message {
+		select {
+		case msg := <-got:
+			return msg
+		case <-time.After(2 * time.Second):
+			t.Fatal("no message within 2s")
+			return driver.Message{}
+		}
+	}
+	require.NoError(t, sub.Subscribe("released"))
+	assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "released"}, next())
+	for _, s := range srv {
+		_, err := s.Do("PUBLISH", "released", "x")
+		require.NoError(t, err)
+		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "released"}, next(), "published on %s", s.Addr())
+	}
+	require.NoError(t, sub.Close())
+	select {
+	case _, open := <-got:
+		assert.False(t, open, "Receive ends once closed")
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end Receive")
+	}
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// While a slot migrates, a call for a key the old master no longer has gets
+// ASK there: the script runs nowhere, and the call fails, which the lock
+// counts as a missing vote. A key the old master still has is served there.
+func TestCluster_AskIsANoVote(t *testing.T) {
+	srv := startCluster(t, 3)
+	client, _ := clusterClient(t, srv, false)
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	here := keyOn(t, srv, 0, "migrating")
+	gone := "{" + here + "}:gone" // the same slot
+	_, err = srv[0].Do("SET", here, "0")
+	require.NoError(t, err)
+	slot, err := srv[0].Do("CLUSTER", "KEYSLOT", here)
+	require.NoError(t, err)
+	from, err := srv[0].Do("CLUSTER", "MYID")
+	require.NoError(t, err)
+	to, err := srv[1].Do("CLUSTER", "MYID")
+	require.NoError(t, err)
+	_, err = srv[1].Do("CLUSTER", "SETSLOT", slot, "IMPORTING", from)
+	require.NoError(t, err)
+	_, err = srv[0].Do("CLUSTER", "SETSLOT", slot, "MIGRATING", to)
+	require.NoError(t, err)
+
+	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
+	rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{here}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rep.Value, "the old master still serves the key it has")
+
+	_, err = m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{gone}})
+	var de driver.Error
+	require.True(t, errors.As(err, &de), "%T %v", err, err)
+	assert.Equal(t, "ASK", de.Code())
+	for i, s := range srv {
+		n, err := s.Do("CLUSTER", "COUNTKEYSINSLOT", slot)
+		require.NoError(t, err)
+		assert.Equal(t, map[bool]string{true: "1", false: "0"}[i == 0], n, "keys of the slot on %s: only the one that was there", s.Addr())
+	}
+}
+
+// When a shard's master dies and its replica takes over, calls for the
+// shard fail while it is gone (no vote), and then reach the promoted
+// replica, whose own health the questions read.
+func TestCluster_FailoverIsFollowed(t *testing.T) {
+	srv := startCluster(t, 3)
+	replica := redistest.Start(t, 1, redistest.Ephemeral, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")[0]
+	_, err := srv[0].Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(replica.Port))
+	require.NoError(t, err)
+	master, err := srv[0].Do("CLUSTER", "MYID")
+	require.NoError(t, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err = replica.Do("CLUSTER", "REPLICATE", master); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the replica did not meet its master: %v", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		info, err := replica.Info("replication")
+		require.NoError(t, err)
+		if info["master_link_status"] == "up" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the replica did not sync: %v", info)
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	client, _ := clusterClient(t, srv, false)
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	key := keyOn(t, srv, 0, "failover")
+	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
+	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
+	call := driver.Call{Script: s, Keys: []string{key}, Check: func(string) *driver.Check { return check }}
+	rep, err := m.Eval(ctxFor(t, 2*time.Second), call)
+	require.NoError(t, err)
+	require.Equal(t, srv[0].Addr(), rep.Server)
+
+	require.NoError(t, srv[0].Kill())
+	_, err = m.Eval(ctxFor(t, time.Second), call)
+	assert.Error(t, err, "the dead master gives no vote")
+	_, err = replica.Do("CLUSTER", "FAILOVER", "TAKEOVER")
+	require.NoError(t, err)
+
+	for try := 0; try < 50; try++ {
+		if rep, err = m.Eval(ctxFor(t, time.Second), call); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NoError(t, err, "no call reached the promoted replica within 10s")
+	assert.Equal(t, replica.Addr(), rep.Server)
+	assert.Equal(t, runIDOf(t, replica), answeredRunID(rep.Answers), "the answers are the promoted replica's")
+}

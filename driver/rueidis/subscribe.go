@@ -1,0 +1,162 @@
+package rueidisdriver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// errClosed ends Receive once the subscription is closed.
+var errClosed = errors.New("rueidisdriver: subscription closed")
+
+// Subscribe opens a connection of its own for release announcements, a
+// dedicated connection of the client's (Client.Dedicate), that no other
+// command shares: see driver.Master. rueidis opens it without a ctx, bounded
+// by the client's dial timeout; Subscribe returns at ctx's deadline all the
+// same, and a connection that arrives later is closed at once.
+//
+// On a cluster the connection goes to one of the masters, and subscribes
+// with SUBSCRIBE: a PUBLISH on any node of a cluster reaches the
+// subscribers on every node.
+func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	target, err := m.pubsubNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	got := make(chan rueidis.DedicatedClient, 1)
+	go func() {
+		dc, _ := target.Dedicate()
+		got <- dc
+	}()
+	var dc rueidis.DedicatedClient
+	select {
+	case dc = <-got:
+	case <-ctx.Done():
+		go func() { (<-got).Close() }()
+		return nil, ctx.Err()
+	}
+	s := &subscription{dc: dc, timeout: m.timeout, wake: make(chan struct{}, 1)}
+	s.ended = dc.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage: func(msg rueidis.PubSubMessage) {
+			s.push(driver.Message{Kind: driver.Published, Channel: msg.Channel})
+		},
+		OnSubscription: func(sub rueidis.PubSubSubscription) {
+			switch sub.Kind {
+			case "subscribe":
+				s.push(driver.Message{Kind: driver.Subscribed, Channel: sub.Channel})
+			case "unsubscribe":
+				s.push(driver.Message{Kind: driver.Unsubscribed, Channel: sub.Channel})
+			}
+		},
+	})
+	// The connection is dialled by now; make sure it answers within ctx.
+	if err := dc.Do(ctx, dc.B().Ping().Build()).Error(); err != nil {
+		dc.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// pubsubNode returns the client to subscribe through: the client itself,
+// or on a cluster the client of one of its masters, taken in turn.
+func (m *Master) pubsubNode(ctx context.Context) (rueidis.Client, error) {
+	if !m.cluster {
+		return m.client, nil
+	}
+	_, version := m.slots.owner(0)
+	if err := m.slots.refresh(ctx, m.client, version); err != nil {
+		return nil, err
+	}
+	masters := m.slots.masters()
+	nodes := m.client.Nodes()
+	for range masters {
+		addr := masters[int(m.subscribed.Add(1))%len(masters)]
+		if node, ok := nodes[addr]; ok {
+			return node, nil
+		}
+	}
+	return nil, errors.New("rueidisdriver: the client knows none of the cluster's masters")
+}
+
+// subscription is a dedicated rueidis connection with pub/sub hooks. The
+// hooks run on rueidis' reading goroutine and must not block it, so they
+// queue events for Receive without bound; the lock reads them as they come.
+type subscription struct {
+	dc      rueidis.DedicatedClient
+	timeout time.Duration
+	ended   <-chan error // closed when the hooks are called no more
+
+	mu     sync.Mutex
+	queue  []driver.Message
+	closed bool
+	wake   chan struct{} // a token when queue is not empty
+}
+
+func (s *subscription) push(msg driver.Message) {
+	s.mu.Lock()
+	s.queue = append(s.queue, msg)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) Subscribe(channels ...string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	return s.send(s.dc.B().Subscribe().Channel(channels...).Build())
+}
+
+func (s *subscription) Unsubscribe(channels ...string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	return s.send(s.dc.B().Unsubscribe().Channel(channels...).Build())
+}
+
+// send writes a (un)subscription; rueidis returns once it is written, and
+// the master's confirmations come through the hooks.
+func (s *subscription) send(cmd rueidis.Completed) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return s.dc.Do(ctx, cmd).Error()
+}
+
+func (s *subscription) Receive() (driver.Message, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			msg := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return msg, nil
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return driver.Message{}, errClosed
+		}
+		select {
+		case <-s.wake:
+		case err, ok := <-s.ended:
+			if ok && err != nil {
+				return driver.Message{}, err
+			}
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *subscription) Close() error {
+	s.dc.Close()
+	return nil
+}
