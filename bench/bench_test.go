@@ -45,6 +45,51 @@ func BenchmarkSlowMaster(b *testing.B) {
 	}
 }
 
+// BenchmarkParallel runs 64 goroutines, each taking and releasing new keys,
+// on five healthy masters (net=local) and on five masters 250 µs away
+// (net=lan); an op is one acquire+release. Beside ns/op and allocs/op (of
+// the whole process, the harness included), it reports the costs per op
+// that the report's tables show.
+func BenchmarkParallel(b *testing.B) {
+	cl := startCluster(b)
+	meter, err := NewMeter(cl.addrs)
+	require.NoError(b, err)
+	defer meter.Close()
+	for _, net := range []struct {
+		name  string
+		addrs []string
+	}{{"local", cl.addrs}, {"lan", cl.lan}} {
+		for _, c := range contenders(b, net.addrs) {
+			warmUp(b, c, "warm:"+net.name+":"+c.Name)
+			runs := 0
+			b.Run("net="+net.name+"/lib="+c.Name, func(b *testing.B) {
+				runs++
+				prefix := fmt.Sprintf("bench:par:%s:%s:%d", net.name, c.Name, runs)
+				b.ReportAllocs()
+				before, err := meter.Read()
+				require.NoError(b, err)
+				sent := c.Sent.Load()
+				b.ResetTimer()
+				r, err := RunParallel(context.Background(), c, prefix, parGoroutines, b.N, 10*time.Minute)
+				b.StopTimer()
+				require.NoError(b, err)
+				after, err := meter.Read()
+				require.NoError(b, err)
+				d, n := after.Sub(before), float64(max(r.Ops, 1))
+				settle()
+				b.ReportMetric(r.OpsPerSec(), "locks/s")
+				b.ReportMetric(float64(r.Errors)/n, "failed/op")
+				b.ReportMetric(millis(r.Latency.Quantile(0.5)), "p50-ms")
+				b.ReportMetric(micros(d.ClientCPU)/n, "client-cpu-µs/op")
+				b.ReportMetric(d.Syscalls/n, "syscalls/op")
+				b.ReportMetric(micros(d.MastersCPU)/n, "masters-cpu-µs/op")
+				b.ReportMetric(float64(c.Sent.Load()-sent)/n, "commands/op")
+				b.ReportMetric(float64(d.Connections)/n, "dials/op")
+			})
+		}
+	}
+}
+
 func benchSequential(b *testing.B, l Locker, keys Keys) {
 	ctx := context.Background()
 	h := new(histogram.Histogram)

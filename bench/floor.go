@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/quorumlock/quorumlock/pool"
 )
 
 // Floor is the least a correct Redlock acquire+release can do, written
@@ -31,7 +33,7 @@ import (
 // What it leaves out are the library's features: fencing, reentrancy,
 // release announcements, the restart guard, and error detail.
 type Floor struct {
-	pools   []*redis.Pool
+	masters []floorMaster
 	quorum  int
 	timeout time.Duration
 	ttl     time.Duration
@@ -51,23 +53,45 @@ const deleteScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis
 // NewFloor returns a floor over pools (one per master; Close closes them),
 // with a per-master timeout and the lock TTL.
 func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
+	ms := make([]floorMaster, len(pools))
+	for i, p := range pools {
+		if p == nil {
+			return nil, fmt.Errorf("floor: pool %d is nil", i)
+		}
+		ms[i] = redigoMaster{p}
+	}
+	return newFloorOn(ms, timeout, ttl)
+}
+
+// NewPipelinedFloor is NewFloor over the library's pipelined connections
+// (pool.Redis in its pipelined mode), one per master: the same client code,
+// with the commands of concurrent operations sharing one connection per
+// master. Close closes them.
+func NewPipelinedFloor(masters []*pool.Redis, timeout, ttl time.Duration) (*Floor, error) {
+	ms := make([]floorMaster, len(masters))
+	for i, m := range masters {
+		if m == nil {
+			return nil, fmt.Errorf("floor: master %d is nil", i)
+		}
+		ms[i] = pipelinedMaster{m}
+	}
+	return newFloorOn(ms, timeout, ttl)
+}
+
+func newFloorOn(ms []floorMaster, timeout, ttl time.Duration) (*Floor, error) {
 	switch {
-	case len(pools) == 0:
+	case len(ms) == 0:
 		return nil, errors.New("floor: no masters")
 	case timeout <= 0:
 		return nil, fmt.Errorf("floor: node timeout %v is not positive", timeout)
 	case ttl <= Drift(ttl):
 		return nil, fmt.Errorf("floor: ttl %v leaves no validity", ttl)
 	}
-	for i, p := range pools {
-		if p == nil {
-			return nil, fmt.Errorf("floor: pool %d is nil", i)
-		}
-	}
-	f := &Floor{pools: pools, quorum: len(pools)/2 + 1, timeout: timeout, ttl: ttl}
+	f := &Floor{masters: ms, quorum: len(ms)/2 + 1, timeout: timeout, ttl: ttl}
 	del := newScript(deleteScript, 1)
+	ttlMS := strconv.FormatInt(f.ttl.Milliseconds(), 10)
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
-		r, err := f.do(ctx, i, "SET", key, token, "NX", "PX", f.ttl.Milliseconds())
+		r, err := f.masters[i].do(ctx, "SET", key, token, "NX", "PX", ttlMS)
 		return r == "OK", err == nil && r == nil, err
 	}
 	f.release = func(ctx context.Context, i int, key, token string, _ bool) error {
@@ -76,6 +100,45 @@ func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
 	}
 	return f, nil
 }
+
+// floorMaster runs one command on one master within ctx's deadline: waiting
+// for a connection, writing and reading all count.
+type floorMaster interface {
+	do(ctx context.Context, cmd string, args ...string) (any, error)
+	Close() error
+}
+
+// redigoMaster is a master behind a redigo pool, a connection per command.
+type redigoMaster struct{ p *redis.Pool }
+
+func (m redigoMaster) do(ctx context.Context, cmd string, args ...string) (any, error) {
+	conn, err := m.p.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	dl, _ := ctx.Deadline()
+	d := time.Until(dl)
+	if d <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return redis.DoWithTimeout(conn, d, cmd, a...)
+}
+
+func (m redigoMaster) Close() error { return m.p.Close() }
+
+// pipelinedMaster is a master behind one pipelined connection.
+type pipelinedMaster struct{ r *pool.Redis }
+
+func (m pipelinedMaster) do(ctx context.Context, cmd string, args ...string) (any, error) {
+	return m.r.Do(ctx, cmd, args...)
+}
+
+func (m pipelinedMaster) Close() error { return m.r.Close() }
 
 // script is a Lua script sent by SHA1, and by source when the master does
 // not have it cached.
@@ -115,17 +178,33 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 	if err != nil {
 		return nil, err
 	}
+	return f, f.useScripts(acquireSrc, releaseSrc)
+}
+
+// NewPipelinedScriptedFloor is NewScriptedFloor over pipelined connections
+// (see NewPipelinedFloor).
+func NewPipelinedScriptedFloor(masters []*pool.Redis, timeout, ttl time.Duration, acquireSrc, releaseSrc string) (*Floor, error) {
+	f, err := NewPipelinedFloor(masters, timeout, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return f, f.useScripts(acquireSrc, releaseSrc)
+}
+
+// useScripts makes the floor run the library's scripts: see
+// NewScriptedFloor.
+func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	if acquireSrc == "" || releaseSrc == "" {
-		return nil, errors.New("floor: empty script")
+		return errors.New("floor: empty script")
 	}
 	acq, rel := newScript(acquireSrc, 5), newScript(releaseSrc, 2)
-	ids := make([]string, len(pools))
-	for i := range pools {
-		ids[i] = identity(pools[i])
+	ids := make([]string, len(f.masters))
+	for i, m := range f.masters {
+		ids[i] = identity(m)
 	}
-	ttlMS := strconv.FormatInt(ttl.Milliseconds(), 10)
-	keepMS := strconv.FormatInt((ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
-	const prefix = "quorumlock:"                                           // the library's reserved key prefix
+	ttlMS := strconv.FormatInt(f.ttl.Milliseconds(), 10)
+	keepMS := strconv.FormatInt((f.ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
+	const prefix = "quorumlock:"                                             // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token, prefix+"fence-floor:stamp",
@@ -152,18 +231,18 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 			token, "", prefix+"released:"+key, undo))
 		return err
 	}
-	return f, nil
+	return nil
 }
 
 // identity reads a master's run_id and master_replid, as the library's
 // acquire script takes them; "" if they cannot be read, and the script then
 // reads them itself.
-func identity(p *redis.Pool) string {
-	c := p.Get()
-	defer c.Close()
+func identity(m floorMaster) string {
 	var id []string
 	for _, f := range []struct{ section, field string }{{"server", "run_id:"}, {"replication", "master_replid:"}} {
-		s, err := redis.String(redis.DoWithTimeout(c, time.Second, "INFO", f.section))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s, err := redis.String(m.do(ctx, "INFO", f.section))
+		cancel()
 		if err != nil {
 			return ""
 		}
@@ -217,7 +296,7 @@ func (f *Floor) TryLock(ctx context.Context, key string) (Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(f.pools)
+	n := len(f.masters)
 	refused := make([]bool, n)
 	start := time.Now()
 	opCtx, votes, landed := f.fanOut(ctx, nil, func(ctx context.Context, i int) (bool, error) {
@@ -239,7 +318,7 @@ func (f *Floor) TryLock(ctx context.Context, key string) (Held, error) {
 // once its SET returned (so a late OK is undone too), in the background;
 // Close waits for it.
 func (l *floorLock) rollback() {
-	for i := range l.f.pools {
+	for i := range l.f.masters {
 		l.f.bg.Add(1)
 		go func() {
 			defer l.f.bg.Done()
@@ -258,7 +337,7 @@ func (l *floorLock) rollback() {
 // of answers. A master whose SET has not returned yet gets its delete after.
 func (l *floorLock) Release(ctx context.Context) error {
 	f := l.f
-	n := len(f.pools)
+	n := len(f.masters)
 	opCtx, votes, _ := f.fanOut(ctx, l.landed, func(ctx context.Context, i int) (bool, error) {
 		err := f.release(ctx, i, l.key, l.token, false)
 		return err == nil, err
@@ -306,7 +385,7 @@ func collect(ctx context.Context, votes <-chan vote, n, need int) (yes int, errs
 // buffered channel, so stragglers never block) and, per master, a channel
 // closed when its op has returned. The deadline is released by the last op.
 func (f *Floor) fanOut(ctx context.Context, after []chan struct{}, op func(ctx context.Context, i int) (bool, error)) (context.Context, <-chan vote, []chan struct{}) {
-	n := len(f.pools)
+	n := len(f.masters)
 	opCtx, cancel := withDeadline(ctx, f.timeout)
 	votes := make(chan vote, n)
 	done := make([]chan struct{}, n)
@@ -340,40 +419,24 @@ func (f *Floor) fanOut(ctx context.Context, after []chan struct{}, op func(ctx c
 
 // eval runs a script on master i: EVALSHA, then EVAL on NOSCRIPT. keys
 // come first in keysAndArgs; their count is the script's.
-func (f *Floor) eval(ctx context.Context, i int, s script, keysAndArgs ...any) (any, error) {
-	args := make([]any, 0, 2+len(keysAndArgs))
-	args = append(args, s.sha, s.keys)
+func (f *Floor) eval(ctx context.Context, i int, s script, keysAndArgs ...string) (any, error) {
+	args := make([]string, 0, 2+len(keysAndArgs))
+	args = append(args, s.sha, strconv.Itoa(s.keys))
 	args = append(args, keysAndArgs...)
-	r, err := f.do(ctx, i, "EVALSHA", args...)
-	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
+	r, err := f.masters[i].do(ctx, "EVALSHA", args...)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args[0] = s.src
-		r, err = f.do(ctx, i, "EVAL", args...)
+		r, err = f.masters[i].do(ctx, "EVAL", args...)
 	}
 	return r, err
 }
 
-// do runs one command on master i within ctx's deadline: waiting for a
-// connection, writing and reading all count.
-func (f *Floor) do(ctx context.Context, i int, cmd string, args ...any) (any, error) {
-	conn, err := f.pools[i].GetContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	dl, _ := ctx.Deadline()
-	d := time.Until(dl)
-	if d <= 0 {
-		return nil, context.DeadlineExceeded
-	}
-	return redis.DoWithTimeout(conn, d, cmd, args...)
-}
-
-// Close waits for the stragglers, then closes the pools.
+// Close waits for the stragglers, then closes the connections.
 func (f *Floor) Close() error {
 	f.bg.Wait()
 	var errs []error
-	for _, p := range f.pools {
-		errs = append(errs, p.Close())
+	for _, m := range f.masters {
+		errs = append(errs, m.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -10,9 +10,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// floors are the floor on redigo pools and on pipelined connections: every
+// floor test runs on both.
+var floors = []struct {
+	name  string
+	plain func(tb testing.TB, addrs []string) *Floor
+	lua   func(tb testing.TB, addrs []string) *Floor
+}{
+	{"redigo", newFloor, newScriptedFloor},
+	{"pipelined", newPipelinedFloor, newPipelinedScriptedFloor},
+}
+
 func TestFloor_AcquireRelease_HoldsEverywhereThenLeavesNothing(t *testing.T) {
 	cl := startCluster(t)
-	f := newFloor(t, cl.addrs)
+	for _, fl := range floors {
+		t.Run(fl.name, func(t *testing.T) { floorHoldsEverywhere(t, cl, fl.plain(t, cl.addrs)) })
+	}
+}
+
+func floorHoldsEverywhere(t *testing.T, cl *cluster, f *Floor) {
 	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
 
@@ -35,9 +51,17 @@ func TestFloor_AcquireRelease_HoldsEverywhereThenLeavesNothing(t *testing.T) {
 
 func TestFloor_MinorityHeld_StillLocksAndLeavesForeignKeys(t *testing.T) {
 	cl := startCluster(t)
-	f := newFloor(t, cl.addrs)
+	for _, fl := range floors {
+		t.Run(fl.name, func(t *testing.T) { floorMinorityHeld(t, cl, fl.plain(t, cl.addrs)) })
+	}
+}
+
+func floorMinorityHeld(t *testing.T, cl *cluster, f *Floor) {
 	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
+	for _, a := range cl.addrs {
+		do(t, a, "DEL", "k")
+	}
 	for _, a := range cl.addrs[:2] {
 		do(t, a, "SET", "k", "foreign", "PX", 60000)
 	}
@@ -56,8 +80,16 @@ func TestFloor_MinorityHeld_StillLocksAndLeavesForeignKeys(t *testing.T) {
 
 func TestFloor_MajorityHeld_FailsWithoutResidue(t *testing.T) {
 	cl := startCluster(t)
-	f := newFloor(t, cl.addrs)
+	for _, fl := range floors {
+		t.Run(fl.name, func(t *testing.T) { floorMajorityHeld(t, cl, fl.plain(t, cl.addrs)) })
+	}
+}
+
+func floorMajorityHeld(t *testing.T, cl *cluster, f *Floor) {
 	warmUp(t, f, "warm")
+	for _, a := range cl.addrs {
+		do(t, a, "DEL", "k")
+	}
 	for _, a := range cl.addrs[:3] {
 		do(t, a, "SET", "k", "foreign", "PX", 60000)
 	}
@@ -75,7 +107,12 @@ func TestFloor_MajorityHeld_FailsWithoutResidue(t *testing.T) {
 
 func TestFloor_SlowMaster_ReturnsAtQuorumAndCleansUpAfterIt(t *testing.T) {
 	cl := startCluster(t)
-	f := newFloor(t, cl.slow)
+	for _, fl := range floors {
+		t.Run(fl.name, func(t *testing.T) { floorSlowMaster(t, cl, fl.plain(t, cl.slow)) })
+	}
+}
+
+func floorSlowMaster(t *testing.T, cl *cluster, f *Floor) {
 	ctx := context.Background()
 	warmUp(t, f, "warm")
 
@@ -106,8 +143,15 @@ func TestNewFloor_BadInput_IsAnError(t *testing.T) {
 // The scripted floor keeps up with the library's scripts: if their keys or
 // arguments change, this fails.
 func TestScriptedFloor_FollowsTheLibrarysScripts(t *testing.T) {
-	cl := startCluster(t)
-	f := newScriptedFloor(t, cl.addrs)
+	for _, fl := range floors {
+		t.Run(fl.name, func(t *testing.T) {
+			cl := startCluster(t)
+			scriptedFloorFollows(t, cl, fl.lua(t, cl.addrs))
+		})
+	}
+}
+
+func scriptedFloorFollows(t *testing.T, cl *cluster, f *Floor) {
 	warmUp(t, f, "warm")
 	ctx := context.Background()
 

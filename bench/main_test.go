@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if specs := os.Getenv(proxyHostEnv); specs != "" {
+		os.Exit(proxyHost(specs))
+	}
+	goleak.VerifyTestMain(m)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -122,6 +123,17 @@ func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 		return t, ok
 	}
 	return "", false
+}
+
+// acquireCall returns the token of a quorumlock acquire of the observed key.
+func (o *Observer) acquireCall(call driver.Call) (string, bool) {
+	if call.Script == nil || !o.scripts[call.Script.SHA] || len(call.Keys) == 0 || len(call.Args) == 0 {
+		return "", false
+	}
+	if call.Keys[0] != o.w.Load().key {
+		return "", false
+	}
+	return call.Args[0], true
 }
 
 // sent notes an acquire command going out.
@@ -250,40 +262,42 @@ func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
 	return redis.ReceiveWithTimeout(c.Conn, d)
 }
 
-// ObservedPool is a quorumlock pool.Pool whose connections report acquire
-// commands to an Observer. It keeps the wrapped pool's pub/sub dialling, so
-// release announcements still work.
+// ObservedPool is a quorumlock driver whose acquire scripts are reported to
+// an Observer. Its subscriptions are the wrapped pool's, unobserved.
 type ObservedPool struct {
 	P *pool.Redis
 	O *Observer
 }
 
-var (
-	_ pool.Pool        = ObservedPool{}
-	_ pool.Dialer      = ObservedPool{}
-	_ pool.DialCounter = ObservedPool{}
-)
+var _ driver.Master = ObservedPool{}
 
-// Get returns an observed connection.
-func (p ObservedPool) Get(ctx context.Context) (redis.Conn, error) {
-	c, err := p.P.Get(ctx)
-	if err != nil {
-		return nil, err
+// Eval runs the call on the wrapped pool, reporting it when it is an
+// acquire of the observed key.
+func (p ObservedPool) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	token, ok := p.O.acquireCall(call)
+	if ok {
+		p.O.sent(token)
 	}
-	return newObservedConn(c, p.O), nil
+	rep, err := p.P.Eval(ctx, call)
+	if ok {
+		p.O.answered(token, rep.Value, err)
+	}
+	return rep, err
+}
+
+// Subscribe opens an unobserved subscription.
+func (p ObservedPool) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	return p.P.Subscribe(ctx)
 }
 
 // Addr returns the master's address.
 func (p ObservedPool) Addr() string { return p.P.Addr() }
 
+// Sharded reports whether the wrapped driver announces with sharded pub/sub.
+func (p ObservedPool) Sharded() bool { return p.P.Sharded() }
+
 // Close closes the wrapped pool.
 func (p ObservedPool) Close() error { return p.P.Close() }
-
-// Dial opens an unobserved connection for pub/sub.
-func (p ObservedPool) Dial(ctx context.Context) (redis.Conn, error) { return p.P.Dial(ctx) }
-
-// Dials returns the wrapped pool's dial count.
-func (p ObservedPool) Dials() uint64 { return p.P.Dials() }
 
 // ObservedRedigoPool is a redigo pool, as redsync's adapter takes it, whose
 // connections report acquire commands to an Observer.

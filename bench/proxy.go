@@ -4,19 +4,29 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
 
 // DelayProxy forwards TCP connections to one upstream address and holds
-// every byte coming back for a fixed delay: a master that answers late.
-// Requests pass at once, and replies keep their order and their throughput:
-// each chunk is stamped when it arrives and written out when its delay has
-// passed, so pipelined replies are not delayed one after another.
+// every byte coming back for a fixed delay: a master that answers late, or
+// one a network away. Requests pass at once; replies keep their order and
+// their throughput: each chunk is stamped when it arrives and written out
+// when its delay has passed, so pipelined replies are not delayed one after
+// another.
+//
+// One goroutine, on a thread of its own, writes the replies of every
+// connection in the order they arrived (with a constant delay that is the
+// order they fall due), waiting on a kernel timer (see preciseTimer) so that
+// sub-millisecond delays are kept to the microsecond.
 type DelayProxy struct {
 	upstream string
 	delay    time.Duration
 	ln       net.Listener
+	timer    *preciseTimer
+	replies  chan chunk // every connection's replies, in arrival order
+	done     chan struct{}
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -24,22 +34,42 @@ type DelayProxy struct {
 	wg     sync.WaitGroup
 }
 
-// chunkQueue bounds the replies in flight per connection; a full queue
-// stops reading from the master, as a slow network would.
-const chunkQueue = 1024
+// chunk is bytes a master sent, due to be passed on to its client.
+type chunk struct {
+	to  net.Conn
+	b   []byte
+	due time.Time
+}
+
+// replyQueue bounds the replies in flight through one proxy; a full queue
+// stops reading from the masters, as a slow network would.
+const replyQueue = 1 << 14
+
+// earlyBy is how much sooner than its due time a reply may be passed on.
+const earlyBy = 10 * time.Microsecond
 
 // NewDelayProxy listens on a free loopback port and forwards to upstream.
 func NewDelayProxy(upstream string, delay time.Duration) (*DelayProxy, error) {
 	if delay < 0 {
 		return nil, errors.New("proxy: negative delay")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	timer, err := newPreciseTimer()
 	if err != nil {
 		return nil, err
 	}
-	p := &DelayProxy{upstream: upstream, delay: delay, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		timer.Close()
+		return nil, err
+	}
+	p := &DelayProxy{
+		upstream: upstream, delay: delay, ln: ln, timer: timer,
+		replies: make(chan chunk, replyQueue), done: make(chan struct{}),
+		conns: map[net.Conn]struct{}{},
+	}
+	p.wg.Add(2)
 	go p.accept()
+	go p.deliver()
 	return p, nil
 }
 
@@ -50,14 +80,19 @@ func (p *DelayProxy) Addr() string { return p.ln.Addr().String() }
 // goroutines.
 func (p *DelayProxy) Close() error {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
 	p.closed = true
+	close(p.done)
 	for c := range p.conns {
 		c.Close()
 	}
 	p.mu.Unlock()
 	err := p.ln.Close()
 	p.wg.Wait()
-	return err
+	return errors.Join(err, p.timer.Close())
 }
 
 // track registers c so that Close can close it; false once closed.
@@ -91,63 +126,89 @@ func (p *DelayProxy) accept() {
 
 func (p *DelayProxy) serve(client net.Conn) {
 	defer p.wg.Done()
-	defer client.Close()
 	if !p.track(client) {
+		client.Close()
 		return
 	}
-	defer p.untrack(client)
+	defer p.untrack(client) // closed by deliver, after its last reply
 	server, err := net.DialTimeout("tcp", p.upstream, time.Second)
-	if err != nil {
-		return
-	}
-	defer server.Close()
-	if !p.track(server) {
+	if err != nil || !p.track(server) {
+		if server != nil {
+			server.Close()
+		}
+		client.Close()
 		return
 	}
 	defer p.untrack(server)
+	defer server.Close()
 
-	type chunk struct {
-		b   []byte
-		due time.Time
-	}
-	chunks := make(chan chunk, chunkQueue)
-	var wg sync.WaitGroup
-	wg.Add(3)
+	p.wg.Add(1)
 	go func() { // requests: at once
-		defer wg.Done()
+		defer p.wg.Done()
 		io.Copy(server, client)
 		server.Close()
-		client.Close()
 	}()
-	go func() { // replies: stamped on arrival
-		defer wg.Done()
-		defer close(chunks)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := server.Read(buf)
+	buf := make([]byte, 32<<10)
+	for { // replies: stamped on arrival
+		n, err := server.Read(buf)
+		c := chunk{to: client, due: time.Now().Add(p.delay)}
+		if n > 0 {
+			c.b = append([]byte(nil), buf[:n]...)
+		} else if err == nil {
+			continue
+		}
+		// A chunk without bytes closes the client once the replies before it are out.
+		select {
+		case p.replies <- c:
+		case <-p.done:
+			client.Close()
+			return
+		}
+		if err != nil {
 			if n > 0 {
-				chunks <- chunk{b: append([]byte(nil), buf[:n]...), due: time.Now().Add(p.delay)}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() { // replies: written out when due
-		defer wg.Done()
-		for c := range chunks {
-			if d := time.Until(c.due); d > 0 {
-				time.Sleep(d)
-			}
-			if _, err := client.Write(c.b); err != nil {
-				server.Close()
-				client.Close()
-				for range chunks { // drain so the reader can finish
+				select {
+				case p.replies <- chunk{to: client, due: c.due}:
+				case <-p.done:
+					client.Close()
 				}
-				return
+			}
+			return
+		}
+	}
+}
+
+// deliver writes each reply when it is due, in arrival order.
+func (p *DelayProxy) deliver() {
+	defer p.wg.Done()
+	runtime.LockOSThread() // the timer's blocking reads keep to this thread
+	defer runtime.UnlockOSThread()
+	for {
+		select {
+		case c := <-p.replies:
+			// A chunk due within earlyBy goes now: replies that come in a
+			// burst go out in one wake-up, not one each.
+			if d := time.Until(c.due); d > earlyBy {
+				if err := p.timer.sleep(d); err != nil {
+					time.Sleep(d)
+				}
+			}
+			if c.b == nil {
+				c.to.Close()
+				continue
+			}
+			c.to.SetWriteDeadline(time.Now().Add(time.Second)) // a client that stops reading holds up no other
+			if _, err := c.to.Write(c.b); err != nil {
+				c.to.Close()
+			}
+		case <-p.done:
+			for { // the clients whose closing chunk is still queued
+				select {
+				case c := <-p.replies:
+					c.to.Close()
+				default:
+					return
+				}
 			}
 		}
-		client.Close()
-	}()
-	wg.Wait()
+	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,4 +101,31 @@ func TestDelayProxy_Close_EndsOpenConnections(t *testing.T) {
 func TestNewDelayProxy_NegativeDelay_IsAnError(t *testing.T) {
 	_, err := NewDelayProxy("127.0.0.1:1", -time.Second)
 	assert.Error(t, err)
+}
+
+// A sub-millisecond delay is kept to well under a millisecond: a proxy
+// that slept with time.Sleep would add about a millisecond instead.
+func TestDelayProxy_SubMillisecondDelayIsKept(t *testing.T) {
+	const delay, trips = 250 * time.Microsecond, 200
+	p, err := NewDelayProxy(echoServer(t), delay)
+	require.NoError(t, err)
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
+	r := bufio.NewReader(c)
+	took := make([]time.Duration, 0, trips)
+	for range trips {
+		start := time.Now()
+		_, err := c.Write([]byte("x\n"))
+		require.NoError(t, err)
+		_, err = r.ReadString('\n')
+		require.NoError(t, err)
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("round trip through a %v proxy: min %v, p50 %v, p90 %v", delay, took[0], took[trips/2], took[trips*9/10])
+	assert.GreaterOrEqual(t, took[0], delay-earlyBy, "a reply came before its delay")
+	assert.Less(t, took[trips/2], delay+750*time.Microsecond, "the median round trip is rounded up")
 }

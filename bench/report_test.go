@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/histogram"
 )
 
 // Environment variables of TestReport.
@@ -26,6 +29,9 @@ const (
 	seqMaxOps      = 5000
 	seqMaxTime     = 700 * time.Millisecond
 	slowMaxTime    = 1500 * time.Millisecond
+	parGoroutines  = 64
+	parMaxOps      = 1 << 20
+	parMaxTime     = 1500 * time.Millisecond
 	contendTime    = 2 * time.Second
 	contendMaxLock = 1 << 20
 )
@@ -40,7 +46,7 @@ const (
 //	QUORUMLOCK_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m .
 func TestReport(t *testing.T) {
 	if os.Getenv(reportEnv) == "" {
-		t.Skipf("set %s=1 to run the comparison report (about 20 s per round)", reportEnv)
+		t.Skipf("set %s=1 to run the comparison report (about a minute per round)", reportEnv)
 	}
 	rounds := 5
 	if s := os.Getenv(reportRoundsEnv); s != "" {
@@ -50,18 +56,31 @@ func TestReport(t *testing.T) {
 		rounds = n
 	}
 	cl := startCluster(t)
+	// Before any load: what a round trip costs direct and through a proxy.
+	pings := [2]time.Duration{pingP50(t, cl.addrs[0]), pingP50(t, cl.lan[0])}
+	meter, err := NewMeter(cl.addrs)
+	require.NoError(t, err)
+	defer meter.Close()
 	healthy := contenders(t, cl.addrs)
 	slow := contenders(t, cl.slow)
-	for _, c := range healthy {
-		warmUp(t, c, "warm:"+c.Name)
-	}
-	for _, c := range slow {
-		warmUp(t, c, "warm-slow:"+c.Name)
+	lan := contenders(t, cl.lan)
+	ctx := context.Background()
+	for _, set := range []struct {
+		name string
+		cs   []namedLocker
+	}{{"warm", healthy}, {"warm-slow", slow}, {"warm-lan", lan}} {
+		for _, c := range set.cs {
+			warmUp(t, c, set.name+":"+c.Name)
+			if set.name != "warm-slow" { // connections for 64 goroutines
+				_, err := RunParallel(ctx, c, set.name+":par:"+c.Name, parGoroutines, parMaxOps, 300*time.Millisecond)
+				require.NoError(t, err)
+				settle()
+			}
+		}
 	}
 	o := NewObserver("", time.Now(), libScripts(t).acquire)
 	variants := contentionVariants(t, cl.addrs, o)
 
-	ctx := context.Background()
 	var all []Round
 	for r := range rounds {
 		round := Round{}
@@ -71,12 +90,12 @@ func TestReport(t *testing.T) {
 				if k == "distinct" {
 					keys = DistinctKeys(fmt.Sprintf("distinct:%s:%d", c.Name, r), seqMaxOps)
 				}
-				c0, m0 := cpuUsed(t, cl.addrs)
+				before, sent := readCosts(t, meter), c.Sent.Load()
 				res, err := RunSequential(ctx, c, keys, seqMaxOps, seqMaxTime)
 				require.NoError(t, err)
-				c1, m1 := cpuUsed(t, cl.addrs)
-				recordSeq(round, "seq-"+k+"/"+c.Name, res)
-				recordCPU(round, "seq-"+k+"/"+c.Name, res.Ops, c1-c0, m1-m0)
+				row := "seq-" + k + "/" + c.Name
+				recordSeq(round, row, res)
+				recordCosts(round, row, res.Ops, readCosts(t, meter).Sub(before), c.Sent.Load()-sent)
 			}
 		}
 		for _, c := range rotate(slow, r) {
@@ -84,6 +103,21 @@ func TestReport(t *testing.T) {
 			require.NoError(t, err)
 			recordSeq(round, "slow/"+c.Name, res)
 			time.Sleep(2 * nodeTimeout) // the slow master's stragglers land
+		}
+		for _, c := range rotate(healthy, r) {
+			before, sent := readCosts(t, meter), c.Sent.Load()
+			res, err := RunParallel(ctx, c, fmt.Sprintf("par:%s:%d", c.Name, r), parGoroutines, parMaxOps, parMaxTime)
+			require.NoError(t, err)
+			row := "par/" + c.Name
+			recordPar(round, row, res)
+			recordCosts(round, row, res.Ops, readCosts(t, meter).Sub(before), c.Sent.Load()-sent)
+			settle()
+		}
+		for _, c := range rotate(lan, r) {
+			res, err := RunParallel(ctx, c, fmt.Sprintf("lan:%s:%d", c.Name, r), parGoroutines, parMaxOps, parMaxTime)
+			require.NoError(t, err)
+			recordPar(round, "lan/"+c.Name, res)
+			settle()
 		}
 		for _, v := range rotate(variants, r) {
 			key := fmt.Sprintf("contend:%s:%d", v.name, r)
@@ -100,7 +134,7 @@ func TestReport(t *testing.T) {
 		t.Logf("round %d of %d done", r+1, rounds)
 	}
 
-	out := reportHeader(t, cl, rounds) + "\n" + reportTables(all)
+	out := reportHeader(t, cl, rounds, pings) + "\n" + reportTables(all)
 	fmt.Print(out)
 	if path := os.Getenv(reportOutEnv); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
@@ -113,6 +147,13 @@ func rotate[T any](xs []T, r int) []T {
 	return append(append([]T(nil), xs[k:]...), xs[:k]...)
 }
 
+func readCosts(t *testing.T, m *Meter) Costs {
+	t.Helper()
+	c, err := m.Read()
+	require.NoError(t, err)
+	return c
+}
+
 func recordSeq(r Round, row string, s *SeqResult) {
 	r[row+"/p50_us"] = micros(s.Latency.Quantile(0.5))
 	r[row+"/p99_us"] = micros(s.Latency.Quantile(0.99))
@@ -121,15 +162,34 @@ func recordSeq(r Round, row string, s *SeqResult) {
 	r[row+"/errors"] = float64(s.Errors)
 }
 
-// recordCPU notes CPU per operation: this process's, and the masters'
-// together. Both include the measuring itself and any background clean-up
-// of earlier operations that ran meanwhile.
-func recordCPU(r Round, row string, ops int, client, masters time.Duration) {
+func recordPar(r Round, row string, p *ParResult) {
+	r[row+"/ops_s"] = p.OpsPerSec()
+	r[row+"/ops"] = float64(p.Ops)
+	r[row+"/failed_pct"] = 100 * float64(p.Errors) / float64(max(p.Ops, 1))
+	r[row+"/p50_ms"] = millis(p.Latency.Quantile(0.5))
+	r[row+"/p99_ms"] = millis(p.Latency.Quantile(0.99))
+}
+
+// recordCosts notes the costs per operation (acquire + release): this
+// process's CPU, allocations and read/write system calls, the commands the
+// contender sent (counted on its side), and the masters' CPU and new
+// connections, summed over the five. The client's include the measuring
+// itself and any background clean-up of earlier operations that ran
+// meanwhile.
+func recordCosts(r Round, row string, ops int, c Costs, sent int64) {
 	if ops == 0 {
 		return
 	}
-	r[row+"/client_cpu_us"] = micros(client) / float64(ops)
-	r[row+"/masters_cpu_us"] = micros(masters) / float64(ops)
+	n := float64(ops)
+	r[row+"/client_cpu_us"] = micros(c.ClientCPU) / n
+	r[row+"/allocs_op"] = float64(c.Mallocs) / n
+	r[row+"/kb_op"] = float64(c.Bytes) / 1024 / n
+	if !math.IsNaN(c.Syscalls) {
+		r[row+"/syscalls_op"] = c.Syscalls / n
+	}
+	r[row+"/masters_cpu_us"] = micros(c.MastersCPU) / n
+	r[row+"/commands_op"] = float64(sent) / n
+	r[row+"/conns_op"] = float64(c.Connections) / n
 }
 
 func recordContention(r Round, row string, c *ContentionResult, dropped, residue int) {
@@ -155,7 +215,7 @@ func recordContention(r Round, row string, c *ContentionResult, dropped, residue
 	r[row+"/residue"] = float64(residue)
 }
 
-func reportHeader(t *testing.T, cl *cluster, rounds int) string {
+func reportHeader(t *testing.T, cl *cluster, rounds int, pings [2]time.Duration) string {
 	t.Helper()
 	info, err := redis.String(do(t, cl.addrs[0], "INFO", "server"), nil)
 	require.NoError(t, err)
@@ -165,21 +225,47 @@ func reportHeader(t *testing.T, cl *cluster, rounds int) string {
 			version = v
 		}
 	}
+	direct, far := pings[0], pings[1]
 	return fmt.Sprintf("Run %s: %s %s/%s, %d CPUs (GOMAXPROCS %d), redis-server %s, 5 local masters, "+
-		"TTL %v, node timeout %v, %d rounds. Cells: median (min–max) over the rounds.\n",
+		"TTL %v, node timeout %v, %d rounds; %d goroutines in the parallel runs; a PING's p50 round trip "+
+		"%.0f µs direct, %.0f µs through a %v proxy. Cells: median (min–max) over the rounds.\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.Version(), runtime.GOOS, runtime.GOARCH,
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), version, lockTTL, nodeTimeout, rounds)
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), version, lockTTL, nodeTimeout, rounds, parGoroutines,
+		micros(direct), micros(far), lanDelay)
+}
+
+// pingP50 is the median of 200 PING round trips to addr on one connection.
+func pingP50(t *testing.T, addr string) time.Duration {
+	t.Helper()
+	c, err := redis.Dial("tcp", addr, redis.DialReadTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	var h histogram.Histogram
+	for range 200 {
+		t0 := time.Now()
+		_, err := c.Do("PING")
+		require.NoError(t, err)
+		h.Record(time.Since(t0))
+	}
+	return h.Quantile(0.5)
 }
 
 func reportTables(rounds []Round) string {
-	libs := []string{"quorumlock", "redsync", "floor", "floor-lua"}
+	libs := contenderNames
 	seqCols := []Column{
 		{"p50 µs", "p50_us", "%.0f"}, {"p99 µs", "p99_us", "%.0f"},
 		{"ops/s", "ops_s", "%.0f"}, {"errors", "errors", "%.0f"},
 	}
-	cpuCols := append(seqCols[:len(seqCols):len(seqCols)],
-		Column{"client CPU µs/op", "client_cpu_us", "%.0f"}, Column{"masters' CPU µs/op", "masters_cpu_us", "%.0f"})
-	var seqRows, slowRows []Row
+	costCols := []Column{
+		{"client CPU µs", "client_cpu_us", "%.0f"}, {"allocs", "allocs_op", "%.0f"}, {"KB", "kb_op", "%.1f"},
+		{"read+write syscalls", "syscalls_op", "%.1f"}, {"masters' CPU µs", "masters_cpu_us", "%.0f"},
+		{"commands sent", "commands_op", "%.1f"}, {"new connections", "conns_op", "%.2f"},
+	}
+	parCols := []Column{
+		{"locks/s", "ops_s", "%.0f"}, {"failed %", "failed_pct", "%.1f"},
+		{"p50 ms", "p50_ms", "%.2f"}, {"p99 ms", "p99_ms", "%.1f"},
+	}
+	var seqRows, slowRows, parRows, lanRows []Row
 	for _, k := range []string{"distinct", "same"} {
 		for _, l := range libs {
 			seqRows = append(seqRows, Row{l + ", " + k + " keys", "seq-" + k + "/" + l})
@@ -187,14 +273,20 @@ func reportTables(rounds []Round) string {
 	}
 	for _, l := range libs {
 		slowRows = append(slowRows, Row{l, "slow/" + l})
+		parRows = append(parRows, Row{l, "par/" + l})
+		lanRows = append(lanRows, Row{l, "lan/" + l})
 	}
-	vs := []string{"quorumlock-shared", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
+	vs := []string{"quorumlock-shared", "quorumlock-shared-pooled", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
 	var cRows []Row
 	for _, v := range vs {
 		cRows = append(cRows, Row{v, "contend/" + v})
 	}
 	tables := []Table{
-		{"### 1 client, sequential acquire+release, 5 healthy masters", seqRows, cpuCols},
+		{"### 64 goroutines, each on new keys, 5 healthy masters", parRows, parCols},
+		{"### The same runs: costs per lock (acquire + release)", parRows, costCols},
+		{fmt.Sprintf("### 64 goroutines, new keys, every master %v away (round trip)", lanDelay), lanRows, parCols},
+		{"### 1 client, sequential acquire+release, 5 healthy masters", seqRows, seqCols},
+		{"### The same runs: costs per lock", seqRows, costCols},
 		{"### 1 client, new keys, one master of five answering 20 ms late", slowRows, seqCols},
 		{"### 8 goroutines contending for one key, no hold time", cRows, []Column{
 			{"locks/s", "locks_s", "%.0f"}, {"hand-off p50 ms", "handoff_p50_ms", "%.2f"},
@@ -212,19 +304,28 @@ func reportTables(rounds []Round) string {
 		}},
 	}
 	targets := []Target{
-		{Title: "p50 quorumlock / floor, distinct keys", Value: Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor/p50_us"), Limit: 1.1, Verb: "%.2f"},
-		{Title: "p50 quorumlock / floor, same key", Value: Ratio("seq-same/quorumlock/p50_us", "seq-same/floor/p50_us"), Limit: 1.1, Verb: "%.2f"},
-		{Title: "ops/s quorumlock / redsync, distinct keys", Value: Ratio("seq-distinct/quorumlock/ops_s", "seq-distinct/redsync/ops_s"), Limit: 1.3, AtLeast: true, Verb: "%.2f"},
-		{Title: "ops/s quorumlock / redsync, same key", Value: Ratio("seq-same/quorumlock/ops_s", "seq-same/redsync/ops_s"), Limit: 1.3, AtLeast: true, Verb: "%.2f"},
+		{Title: "64 goroutines: locks/s quorumlock / redsync", Value: Ratio("par/quorumlock/ops_s", "par/redsync/ops_s"), Limit: 2, AtLeast: true, Verb: "%.2f"},
+		{Title: "64 goroutines: failed attempts % of quorumlock", Value: Value("par/quorumlock/failed_pct"), Limit: 0, Verb: "%.2f"},
+		{Title: "64 goroutines, masters 250 µs away: locks/s quorumlock / redsync", Value: Ratio("lan/quorumlock/ops_s", "lan/redsync/ops_s"), Limit: 4, AtLeast: true, Verb: "%.2f"},
+		{Title: "1 goroutine: p50 quorumlock / floor, distinct keys", Value: Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor/p50_us"), Limit: 1.15, Verb: "%.2f"},
+		{Title: "1 goroutine: p50 quorumlock / floor, same key", Value: Ratio("seq-same/quorumlock/p50_us", "seq-same/floor/p50_us"), Limit: 1.15, Verb: "%.2f"},
+		{Title: "64 goroutines: client CPU µs per lock", Value: Value("par/quorumlock/client_cpu_us"), Limit: 60, Verb: "%.0f"},
+		{Title: "1 goroutine: allocations per lock", Value: Value("seq-distinct/quorumlock/allocs_op"), Limit: 60, Verb: "%.0f"},
+		{Title: "64 goroutines: masters' CPU quorumlock / redsync", Value: Ratio("par/quorumlock/masters_cpu_us", "par/redsync/masters_cpu_us"), Limit: 1, Verb: "%.2f"},
+		{Title: "64 goroutines: commands per lock", Value: Value("par/quorumlock/commands_op"), Limit: 10, Verb: "%.2f"},
+		{Title: "64 goroutines: new connections per lock", Value: Value("par/quorumlock/conns_op"), Limit: 0, Verb: "%.3f"},
+		{Title: "ops/s quorumlock / redsync, 1 goroutine, distinct keys", Value: Ratio("seq-distinct/quorumlock/ops_s", "seq-distinct/redsync/ops_s"), Limit: 1.3, AtLeast: true, Verb: "%.2f"},
 		{Title: "p50 quorumlock, 1 master 20 ms late / floor's healthy p50", Value: Ratio("slow/quorumlock/p50_us", "seq-distinct/floor/p50_us"), Limit: 1.5, Verb: "%.2f"},
 	}
-	for _, v := range []string{"quorumlock-shared", "quorumlock-8clients"} {
-		row := "contend/" + v
+	for _, v := range []struct {
+		name string
+		over float64
+	}{{"quorumlock-shared", 1.5}, {"quorumlock-8clients", 1}} {
+		row := "contend/" + v.name
 		targets = append(targets,
-			Target{Title: v + ": hand-off p50 ms", Value: Value(row + "/handoff_p50_ms"), Limit: 2, Verb: "%.2f"},
-			Target{Title: v + ": max share %", Value: Value(row + "/max_share_pct"), Limit: 25, Verb: "%.1f"},
-			Target{Title: v + ": longest wait ms", Value: Value(row + "/max_wait_ms"), Limit: 100, Verb: "%.0f"},
-			Target{Title: v + ": locks/s / redsync's", Value: Ratio(row+"/locks_s", "contend/redsync/locks_s"), Limit: 1, AtLeast: true, Verb: "%.2f"},
+			Target{Title: v.name + ": locks/s / redsync's", Value: Ratio(row+"/locks_s", "contend/redsync/locks_s"), Limit: v.over, AtLeast: true, Verb: "%.2f"},
+			Target{Title: v.name + ": max share %", Value: Value(row + "/max_share_pct"), Limit: 25, Verb: "%.1f"},
+			Target{Title: v.name + ": longest wait ms", Value: Value(row + "/max_wait_ms"), Limit: 100, Verb: "%.0f"},
 		)
 	}
 	var b strings.Builder
@@ -237,16 +338,25 @@ func reportTables(rounds []Round) string {
 		title string
 		value func(Round) (float64, bool)
 	}{
-		{"p50 floor-lua / floor, distinct keys: the library's scripts on the masters", Ratio("seq-distinct/floor-lua/p50_us", "seq-distinct/floor/p50_us")},
-		{"p50 quorumlock / floor-lua, distinct keys: the library's client code", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor-lua/p50_us")},
-		{"p50 floor-lua / floor, same key", Ratio("seq-same/floor-lua/p50_us", "seq-same/floor/p50_us")},
-		{"p50 quorumlock / floor-lua, same key", Ratio("seq-same/quorumlock/p50_us", "seq-same/floor-lua/p50_us")},
-		{"masters' CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/masters_cpu_us", "seq-distinct/floor/masters_cpu_us")},
-		{"client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
-		{"ops/s floor / redsync, distinct keys: the most any client could gain", Ratio("seq-distinct/floor/ops_s", "seq-distinct/redsync/ops_s")},
-		{"p50 floor, 1 master late / floor healthy", Ratio("slow/floor/p50_us", "seq-distinct/floor/p50_us")},
+		{"64 goroutines: locks/s quorumlock / quorumlock-pooled: the pipelined driver", Ratio("par/quorumlock/ops_s", "par/quorumlock-pooled/ops_s")},
+		{"64 goroutines: locks/s quorumlock / redsync-failfast", Ratio("par/quorumlock/ops_s", "par/redsync-failfast/ops_s")},
+		{"64 goroutines: locks/s floor-pipelined / redsync: the ceiling", Ratio("par/floor-pipelined/ops_s", "par/redsync/ops_s")},
+		{"64 goroutines: locks/s floor-lua-pipelined / redsync: the ceiling with the library's scripts", Ratio("par/floor-lua-pipelined/ops_s", "par/redsync/ops_s")},
+		{"64 goroutines: locks/s quorumlock / floor-lua-pipelined: the library's client code", Ratio("par/quorumlock/ops_s", "par/floor-lua-pipelined/ops_s")},
+		{"64 goroutines: client CPU quorumlock / floor-lua-pipelined", Ratio("par/quorumlock/client_cpu_us", "par/floor-lua-pipelined/client_cpu_us")},
+		{"64 goroutines: masters' CPU floor-lua / floor: the library's scripts", Ratio("par/floor-lua/masters_cpu_us", "par/floor/masters_cpu_us")},
+		{"masters 250 µs away: locks/s quorumlock / quorumlock-pooled", Ratio("lan/quorumlock/ops_s", "lan/quorumlock-pooled/ops_s")},
+		{"masters 250 µs away: locks/s quorumlock / redsync-failfast", Ratio("lan/quorumlock/ops_s", "lan/redsync-failfast/ops_s")},
+		{"masters 250 µs away: locks/s quorumlock / floor", Ratio("lan/quorumlock/ops_s", "lan/floor/ops_s")},
+		{"masters 250 µs away: locks/s floor-pipelined / redsync", Ratio("lan/floor-pipelined/ops_s", "lan/redsync/ops_s")},
+		{"1 goroutine: p50 quorumlock / quorumlock-pooled, distinct keys", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/quorumlock-pooled/p50_us")},
+		{"1 goroutine: p50 floor-lua / floor, distinct keys: the library's scripts on the masters", Ratio("seq-distinct/floor-lua/p50_us", "seq-distinct/floor/p50_us")},
+		{"1 goroutine: p50 quorumlock / floor-lua, distinct keys: the library's client code", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor-lua/p50_us")},
+		{"1 goroutine: masters' CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/masters_cpu_us", "seq-distinct/floor/masters_cpu_us")},
+		{"1 goroutine: client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
+		{"8 goroutines on one key: locks/s quorumlock-shared / quorumlock-shared-pooled", Ratio("contend/quorumlock-shared/locks_s", "contend/quorumlock-shared-pooled/locks_s")},
 		{"p50 quorumlock, 1 master late / quorumlock healthy", Ratio("slow/quorumlock/p50_us", "seq-distinct/quorumlock/p50_us")},
-		{"p50 redsync, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync/p50_us", "slow/quorumlock/p50_us")},
+		{"p50 redsync-failfast, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync-failfast/p50_us", "slow/quorumlock/p50_us")},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", d.title, Summarise(series(rounds, d.value)).Format("%.2f"))
 	}
