@@ -4,18 +4,24 @@
 #   model/check.sh         the exhaustive checks (N=3, 2 clients) and every
 #                          negative control: what `make model` runs
 #   model/check.sh deep    the longer searches: hand-over with extension
+#                          and restarts of every kind with extension
 #                          (exhaustive), and bounded bitstate searches of
 #                          N=3 with every feature at once and of N=5 with
 #                          3 clients
 #
 # A check passes when Spin's search is complete and finds no violation. A
-# control (one safeguard removed) and a finding (the code as it is where the
-# model shows a bug) pass only when Spin finds a counterexample, and the
+# control (one safeguard removed) and a finding (the code as it was where the
+# model showed a bug) pass only when Spin finds a counterexample, and the
 # counterexample violates the property the control is for. Anything else
 # fails the run, loudly, with the trail when there is one.
 #
-# MODEL_JOBS (default 2) runs that many searches at once; MODEL_OUT (default
-# model/out) keeps each run's pan output and trail.
+# The model's sizes are compiled in; what runs and the safeguards are read
+# by the verifier from the environment (QL_<name>), so one verifier is
+# compiled per size and serves every check and control of that size.
+#
+# MODEL_JOBS (default 2) runs that many compilations or searches at once;
+# MODEL_OUT (default model/out) keeps the verifiers, and each run's pan
+# output and trail.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -30,40 +36,59 @@ for tool in spin gcc; do
 	fi
 done
 
-# The exhaustive configurations: N=3 masters, 2 clients, at most one request
-# held back in the network at a time. Each names the tokens per client (a
-# client's attempts, hand-overs included), the acquire rounds, who extends
-# (bit per client), who hands over, and master restarts.
-CONTEND="-DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DEXTEND=0 -DHANDOVER=0 -DNE=0 -DNRS=0 -DDELAYS=1"
-RESTART="-DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DEXTEND=1 -DHANDOVER=0 -DNE=1 -DNRS=1 -DDELAYS=1"
-HANDOFF="-DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DEXTEND=0 -DHANDOVER=1 -DNE=0 -DNRS=0 -DDELAYS=1"
-# The longer searches.
-HANDOFFX="-DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DEXTEND=1 -DHANDOVER=1 -DNE=1 -DNRS=0 -DDELAYS=1"
-DEEP3="-DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DEXTEND=3 -DHANDOVER=3 -DNE=1 -DNRS=1 -DDELAYS=2"
-DEEP5="-DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DEXTEND=7 -DHANDOVER=7 -DNE=1 -DNRS=1 -DDELAYS=2"
+# Sizes, compiled in: masters, clients, tokens per client (a client's
+# attempts, hand-overs included), acquire rounds, and requests held back in
+# the network at once.
+S_CONTEND="-DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DDELAYS=1"
+S_ONE="-DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1"
+S_HANDOFF="-DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
+S_DEEP3="-DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
+S_DEEP5="-DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
 
-# name | kind | configuration | switches | properties checked (bit n-1 for
-# property n) | what the run must show
+# The configurations: a size, and what runs in it: who extends (bit per
+# client) and how often, who hands over, master restarts and their kinds
+# (bit 0 empty, bit 1 with an older copy of the data), and masters the
+# guard distrusts for good.
+CONTEND="$S_CONTEND|EXTEND=0 NE=0 HANDOVER=0 NRS=0 NDIS=0"
+RESTART="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=1 NDIS=0"
+FAILOVER="$S_ONE|EXTEND=0 NE=0 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
+DISTRUST="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=0 NDIS=1"
+HANDOFF="$S_HANDOFF|EXTEND=0 NE=0 HANDOVER=1 NRS=0 NDIS=0"
+# The longer searches.
+HANDOFFX="$S_HANDOFF|EXTEND=1 NE=1 HANDOVER=1 NRS=0 NDIS=0"
+RESTARTX="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
+DEEP3="$S_DEEP3|EXTEND=3 NE=1 HANDOVER=3 NRS=1 RESTARTS=3 NDIS=0"
+DEEP5="$S_DEEP5|EXTEND=7 NE=1 HANDOVER=7 NRS=1 RESTARTS=3 NDIS=1"
+
+# name | kind | size | what runs | switches (and what runs, changed for a
+# control) | properties checked (bit n-1 for property n) | what the run must
+# show
 runs_quick=(
-	"contend|check|$CONTEND||31|no violation"
 	"restart|check|$RESTART||31|no violation"
+	"contend|check|$CONTEND||31|no violation"
 	"handoff|check|$HANDOFF||31|no violation"
-	"guard-off|control|$RESTART|-DGUARD=0|1|property 1"
-	"no-fence-write-back|control|$CONTEND|-DWRITEBACK=0|2|property 2"
-	"rollback-tombstone-only-if-not-held|control|$CONTEND|-DRB_TOMB=0|4|property 3"
-	"release-without-waiting|control|$RESTART|-DREL_WAIT=0|8|property 4"
-	"guard-window-too-short|control|$RESTART|-DGUARD_WIN=0|16|property 5"
-	"no-drift-reserve|control|$CONTEND|-DRESERVE=0|1|property 1"
-	"no-clock-seed|control|$RESTART|-DSEED=0|2|property 2"
-	"hand-over-without-waiting|finding|$HANDOFF|-DHO_WAIT=0|8|property 4"
+	"failover|check|$FAILOVER||31|no violation"
+	"distrust|check|$DISTRUST||31|no violation"
+	"guard-off|control|$FAILOVER|GUARD=0 RESTARTS=1|1|property 1"
+	"no-fence-write-back|control|$CONTEND|WRITEBACK=0|2|property 2"
+	"rollback-tombstone-only-if-not-held|control|$CONTEND|RB_TOMB=0|4|property 3"
+	"release-without-waiting|control|$RESTART|REL_WAIT=0|8|property 4"
+	"guard-window-too-short|control|$RESTART|GUARD_WIN=0|16|property 5"
+	"no-drift-reserve|control|$CONTEND|RESERVE=0|1|property 1"
+	"no-clock-seed|control|$RESTART|SEED=0|2|property 2"
+	"no-fence-epoch|control|$FAILOVER|EPOCH=0 RESTARTS=2|2|property 2"
+	"distrusted-master-votes|control|$DISTRUST|VETO=0 EXTEND=0 NE=0|1|property 1"
+	"hand-over-without-waiting|finding|$HANDOFF|HO_WAIT=0|8|property 4"
+	"hand-over-without-fall-back|control|$HANDOFF|HO_WAIT=2|8|property 4"
 )
 runs_deep=(
+	"restart-every-kind|check|$RESTARTX||31|no violation"
 	"handoff-extend|check|$HANDOFFX||31|no violation"
 	"deep-n3-every-feature|bounded|$DEEP3||31|no violation"
 	"deep-n5-3-clients|bounded|$DEEP5||31|no violation"
 )
-# Minutes each bounded search may take.
-deep_minutes="${MODEL_DEEP_MINUTES:-4}"
+# Minutes each bounded search may take, checked every 100000 states.
+deep_minutes="${MODEL_DEEP_MINUTES:-3}"
 
 case "$mode" in
 quick) runs=("${runs_quick[@]}") ;;
@@ -76,53 +101,95 @@ esac
 
 mkdir -p "$out"
 
-# run NAME KIND CONFIG SWITCHES CHECK: one search in $out/NAME.
+# build_of KIND SIZE: the directory of the verifier a run of KIND in SIZE
+# uses. Exact searches (checks, controls, findings) share one.
+build_of() {
+	local class=exact
+	[ "$1" = bounded ] && class=bitstate
+	echo "$out/build/$class$(echo "$2" | tr -d ' ' | tr -c 'A-Za-z0-9\n' '_')"
+}
+
+# compile DIR SIZE CFLAGS: spin and gcc in DIR. Runs in a job of its own
+# (build's), so the cd stays there.
+compile() {
+	cd "$1"
+	# shellcheck disable=SC2086
+	spin $2 -a quorumlock.pml >spin.txt 2>&1 &&
+		# shellcheck disable=SC2086
+		gcc $3 -DNOFAIR -w -o pan pan.c >gcc.txt 2>&1
+}
+
+# build DIR KIND SIZE: spin and gcc, once per verifier; DIR/done marks the
+# end, whether it compiled or not.
+build() {
+	local dir=$1 kind=$2 size=$3
+	cp "$here/quorumlock.pml" "$dir/"
+	# -O2 without the passes that take long on pan.c's one large function
+	# and gain the search nothing measurable: half the compile time.
+	local opt="-O2 -fno-gcse -fno-tree-pre -fno-ipa-cp -fno-schedule-insns2 -fno-reorder-blocks"
+	local cflags
+	case "$kind" in
+	bounded) cflags="-DSAFETY -DBITSTATE -DFREQ=100000" ;;
+	# Complete and exact: every state is stored whole.
+	*) cflags="-DSAFETY -DCOLLAPSE -DMEMLIM=4096" ;;
+	esac
+	local TIMEFORMAT=%U
+	{ time compile "$dir" "$size" "$opt $cflags" >"$dir/log.txt" 2>&1; } 2>"$dir/cpu" || {
+		cat "$dir/spin.txt" "$dir/gcc.txt" >>"$dir/log.txt" 2>/dev/null || true
+		rm -f "$dir/pan"
+	}
+	touch "$dir/done"
+}
+
+# environment SETTINGS: QL_ before each name=value.
+environment() {
+	local w
+	for w in $1; do
+		printf 'QL_%s ' "$w"
+	done
+}
+
+# run NAME KIND SIZE SETTINGS SWITCHES CHECK: one search in $out/NAME.
 run() {
-	local name=$1 kind=$2 cfg=$3 sw=$4 chk=$5
-	local dir="$out/$name"
+	local name=$1 kind=$2 size=$3 settings=$4 sw=$5 chk=$6
+	local dir="$out/$name" b bin
+	b="$(build_of "$kind" "$size")"
+	bin="$b/pan"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp "$here/quorumlock.pml" "$dir/"
-	local defs="$cfg $sw -DCHECK=$chk"
-	echo "$defs" >"$dir/defines"
-	local opt cflags panflags
+	# its verifier is being compiled: every build was started before any run
+	while [ ! -f "$b/done" ]; do
+		sleep 0.2
+	done
+	local envs
+	envs="$(environment "$settings $sw CHECK=$chk")"
+	printf 'spin %s -a quorumlock.pml\nenv %s./pan\n' "$size" "$envs" >"$dir/defines"
+	if [ ! -x "$bin" ]; then
+		echo "no verifier: see $(dirname "$bin")/log.txt" >"$dir/log.txt"
+		return
+	fi
+	local panflags
 	case "$kind" in
-	check)
-		# Complete and exact: every state is stored whole.
-		opt=-O2 cflags="-DSAFETY -DCOLLAPSE -DMEMLIM=4096" panflags="-m100000 -w24"
-		;;
-	control | finding)
-		# Stops at the first counterexample; restarts and held-back
-		# requests come first in this order, which finds them sooner.
-		opt=-O1 cflags="-DSAFETY -DCOLLAPSE -DMEMLIM=4096" panflags="-m100000 -w22 -t_reverse"
-		;;
-	bounded)
-		opt=-O2 cflags="-DSAFETY -DBITSTATE" panflags="-m1000000 -w31 -Q$deep_minutes"
-		;;
+	check) panflags="-m100000 -w24" ;;
+	# Stops at the first counterexample; restarts and held-back requests
+	# come first in this order, which finds them sooner.
+	control | finding) panflags="-m100000 -w22 -t_reverse" ;;
+	bounded) panflags="-m1000000 -w31 -Q$deep_minutes" ;;
 	esac
 	(
 		cd "$dir"
-		# shellcheck disable=SC2086
-		spin $defs -a quorumlock.pml >spin.txt 2>&1 || {
-			cat spin.txt
-			exit 1
-		}
-		# shellcheck disable=SC2086
-		gcc $opt $cflags -DNOFAIR -w -o pan pan.c >gcc.txt 2>&1 || {
-			cat gcc.txt
-			exit 1
-		}
-		local t0 t1
+		ln -s "$bin" pan
+		local t0 t1 TIMEFORMAT=%U
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086
-		./pan $panflags >pan.txt 2>&1 || true
+		{ time env $envs ./pan $panflags >pan.txt 2>&1; } 2>cpu || true
 		t1=$(date +%s.%N)
 		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }' >seconds
 		if [ -f quorumlock.pml.trail ]; then
+			# the verifier replays its trail, running the model's printfs
 			# shellcheck disable=SC2086
-			spin -t $defs quorumlock.pml 2>&1 |
-				grep -E '^[[:space:]]+(c[0-9]|m[0-9]|the network|PROPERTY)' |
-				sed -E 's/[[:space:]]+/ /g; s/^ //; s/ $//; s/ ,/,/g' >trail.txt || true
+			env $envs ./pan -r 2>&1 |
+				grep -E '^(c[0-9]|m[0-9]|the network|PROPERTY)' >trail.txt || true
 		fi
 	) >"$dir/log.txt" 2>&1
 }
@@ -133,15 +200,16 @@ judge() {
 	local dir="$out/$name"
 	local pan="$dir/pan.txt"
 	if [ ! -f "$pan" ]; then
-		printf '%-40s FAIL  (did not run)\n' "$name"
+		printf '%-36s FAIL  (did not run)\n' "$name"
 		sed 's/^/    /' "$dir/log.txt"
 		return 1
 	fi
-	local errors states depth secs complete=yes
+	local errors states depth secs cpu complete=yes
 	errors=$(sed -nE 's/.*errors: ([0-9]+).*/\1/p' "$pan" | tail -1)
 	states=$(sed -nE 's/^ *([0-9e.+]+) states, stored.*/\1/p' "$pan" | tail -1)
 	depth=$(sed -nE 's/.*depth reached ([0-9]+).*/\1/p' "$pan" | tail -1)
 	secs=$(cat "$dir/seconds" 2>/dev/null || echo '?')
+	cpu=$(tail -1 "$dir/cpu" 2>/dev/null || echo '?')
 	if grep -qE 'Search not completed|reached -DMEMLIM|max search depth too small|out of memory' "$pan"; then
 		complete=no
 	fi
@@ -161,10 +229,10 @@ judge() {
 	[ -n "$steps" ] && what="$got, trail of $steps events"
 	[ "$kind" = check ] && [ "$complete" = no ] && what="$what, search INCOMPLETE"
 	if [ "$ok" = yes ]; then
-		printf '%-40s ok    %-8s %12s states  depth %6s  %7ss  %s\n' "$name" "$kind" "${states:-?}" "${depth:-?}" "$secs" "$what"
+		printf '%-36s ok    %-8s %10s states  depth %4s  %6ss (cpu %6ss)  %s\n' "$name" "$kind" "${states:-?}" "${depth:-?}" "$secs" "$cpu" "$what"
 		return 0
 	fi
-	printf '%-40s FAIL  %-8s %12s states  depth %6s  %7ss  %s; wanted %s\n' "$name" "$kind" "${states:-?}" "${depth:-?}" "$secs" "$what" "$expect"
+	printf '%-36s FAIL  %-8s %10s states  depth %4s  %6ss (cpu %6ss)  %s; wanted %s\n' "$name" "$kind" "${states:-?}" "${depth:-?}" "$secs" "$cpu" "$what" "$expect"
 	sed 's/^/    /' "$dir/log.txt"
 	grep -E 'errors|Search not completed|MEMLIM|memory' "$pan" | sed 's/^/    pan: /' || true
 	if [ -f "$dir/trail.txt" ]; then
@@ -173,27 +241,42 @@ judge() {
 	return 1
 }
 
-echo "model: Spin $(spin -V | sed -nE 's/Spin Version ([0-9.]+).*/\1/p'), $mode: ${#runs[@]} searches, $jobs at a time; output in $out"
-start=$(date +%s)
-pids=()
-for r in "${runs[@]}"; do
-	IFS='|' read -r name kind cfg sw chk _ <<<"$r"
+# wait_slot: waits until fewer than $jobs background jobs run.
+wait_slot() {
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
 		wait -n || true
 	done
-	run "$name" "$kind" "$cfg" "$sw" "$chk" &
-	pids+=($!)
+}
+
+echo "model: Spin $(spin -V | sed -nE 's/Spin Version ([0-9.]+).*/\1/p'), $mode: ${#runs[@]} searches, $jobs at a time; output in $out"
+start=$(date +%s)
+declare -A built=()
+for r in "${runs[@]}"; do
+	IFS='|' read -r _ kind size _ <<<"$r"
+	b="$(build_of "$kind" "$size")"
+	[ -n "${built[$b]:-}" ] && continue
+	built[$b]=1
+	rm -rf "$b"
+	mkdir -p "$b"
+	wait_slot
+	build "$b" "$kind" "$size" &
 done
-for p in "${pids[@]}"; do
-	wait "$p" || true
+for r in "${runs[@]}"; do
+	IFS='|' read -r name kind size settings sw chk _ <<<"$r"
+	wait_slot
+	run "$name" "$kind" "$size" "$settings" "$sw" "$chk" &
 done
+wait
 
 failed=0
 for r in "${runs[@]}"; do
-	IFS='|' read -r name kind _ _ _ expect <<<"$r"
+	IFS='|' read -r name kind _ _ _ _ expect <<<"$r"
 	judge "$name" "$kind" "$expect" || failed=$((failed + 1))
 done
-echo "model: $(($(date +%s) - start))s"
+sum() { awk '{ s += $1 } END { printf "%.0f", s }' "$@" 2>/dev/null; }
+cpu_builds=$(for b in "${!built[@]}"; do tail -1 "$b/cpu"; done | sum)
+cpu_runs=$(for r in "${runs[@]}"; do tail -1 "$out/${r%%|*}/cpu" 2>/dev/null; done | sum)
+echo "model: $(($(date +%s) - start))s; CPU: ${cpu_builds}s compiling ${#built[@]} verifiers, ${cpu_runs}s searching"
 if [ "$failed" -ne 0 ]; then
 	echo "model: $failed of ${#runs[@]} searches FAILED" >&2
 	exit 1

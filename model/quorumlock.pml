@@ -11,11 +11,14 @@
  *   the network delivers a request it held back (the master runs the script
  *               at once, as Redis runs a Lua script), or loses one, or the
  *               client gives up on one (timeout, connection error);
- *   a master    crashes and restarts empty.
+ *   a master    crashes and restarts empty, or comes back with an older copy
+ *               of its data (a failover to a replica that lagged, a
+ *               restart from an older RDB or AOF file); a master the guard
+ *               distrusts for good loses a key unseen (an eviction).
  *
  * After each event, whatever follows at once follows in the same step:
  * requests whose turn has come are sent, and a fan-out that can decide
- * decides, as quorumlock.FanOut.Run returns as soon as it can.
+ * decides, as fanout.Run (internal/fanout) returns as soon as it can.
  *
  * The network. A request is answered at once, or held back, to arrive at
  * any later point or never; while it is held back its client may give up
@@ -37,9 +40,9 @@
  * expires, a quarantine ends, at the latest where it matters, that is where
  * a script runs or a client reads its validity.
  *
- * Every size and every safeguard is a #define, so that check.sh can check
- * the model as the code is, and each negative control with one safeguard
- * removed.
+ * Every size is a #define, and every safeguard a switch the verifier reads
+ * when it starts, so that check.sh can check the model as the code is, and
+ * each negative control with one safeguard removed.
  */
 
 /* ---------------------------------------------------------------- sizes */
@@ -65,12 +68,6 @@
 #ifndef MAXR
 #define MAXR 2          /* acquire rounds per attempt: 1, or 2 for a split winner's second */
 #endif
-#ifndef NE
-#define NE 1            /* extensions per client in a run */
-#endif
-#ifndef NRS
-#define NRS 1           /* master restarts in one run */
-#endif
 #ifndef DELAYS
 #define DELAYS 1        /* requests held back in the network at once */
 #endif
@@ -89,44 +86,93 @@
 #define NKC(c) ((c) == 0 -> NK0 : ((c) == 1 -> NK1 : NK2))
 #define Q (NM/2+1)
 
-/* ------------- safeguards: 1 as the code has them, 0 = removed (a control) */
+/* ------------------------------------------------------ what runs, and
+ * the safeguards: 1 as the code has them, 0 = removed (a control).
+ *
+ * These are read when a verification starts, from the environment (QL_ and
+ * the name: QL_GUARD=0 ./pan), so that one compiled verifier serves a check
+ * and each of its controls; unset, they have the values below. A random
+ * simulation with spin cannot run the C code that reads them, and uses the
+ * values below; replay a trail with ./pan -r and the same environment. */
 
-#ifndef GUARD
-#define GUARD 1         /* a master in restart quarantine does not vote */
+#ifdef BFS_NAMES
+#define SWITCH byte
+#else
+#define SWITCH hidden byte
 #endif
-#ifndef GUARD_WIN
-#define GUARD_WIN 1     /* ... for longer than any TTL plus its reserve */
+
+/* what runs */
+SWITCH EXTEND = 7;      /* clients (bit c) that extend; an extension retakes vacant masters */
+SWITCH NE = 1;          /* extensions per client in a run */
+SWITCH HANDOVER = 7;    /* clients (bit c) whose Release may hand the lock to a waiter */
+SWITCH NRS = 1;         /* master restarts in one run */
+SWITCH RESTARTS = 3;    /* kinds of restart: bit 0 empty, bit 1 with an older copy of
+                           the data (a failover to a replica that lagged, a reload of
+                           an older RDB or AOF file) */
+SWITCH NDIS = 0;        /* masters the guard distrusts for good (0 or 1): a replica,
+                           one that may evict lock keys, one whose INFO is denied */
+SWITCH CHECK = 31;      /* asserted properties: bit n-1 for property n */
+
+/* the safeguards */
+SWITCH GUARD = 1;       /* a master in restart quarantine does not vote */
+SWITCH GUARD_WIN = 1;   /* ... for longer than any TTL plus its reserve */
+SWITCH RESERVE = 1;     /* the validity holds back the drift reserve */
+SWITCH WRITEBACK = 1;   /* the fence is raised on lagging members of the quorum */
+SWITCH RB_TOMB = 1;     /* a roll-back leaves its tombstone also where it deleted the key */
+SWITCH REL_WAIT = 1;    /* a release waits, on each master, for the lock's trail (its
+                           rounds and retakes), and leaves a tombstone where one of
+                           them went unanswered */
+SWITCH HO_WAIT = 1;     /* a Release that would hand the lock over first waits for
+                           the whole trail, on every master, and where any request
+                           of it went unanswered does not hand over: it releases.
+                           2: it waits, but hands over all the same. 0: the
+                           hand-over's acquire waits, on each master, only for the
+                           old lock's rounds */
+SWITCH SEED = 1;        /* a master with no floor counts above every fence before */
+SWITCH EPOCH = 1;       /* fenceEpoch: a master whose fence stamp does not name it
+                           starts a new epoch from its clock before it counts */
+SWITCH VETO = 1;        /* a master the guard distrusts for good never votes */
+
+/* a restart may bring back an older copy of the data */
+#define OLDDATA ((RESTARTS & 2) && NRS > 0)
+
+c_decl {
+	extern char *getenv(const char *);
+	extern int atoi(const char *);
+	/* envOr is the environment variable name as a number, or def. */
+	static unsigned char envOr(const char *name, unsigned char def) {
+		const char *v = getenv(name);
+		return v != 0 && *v != 0 ? (unsigned char) atoi(v) : def;
+	}
+}
+
+/* Reads the switches from the environment (verification only). A switch
+ * is a C global of the verifier, or part of its state vector where it
+ * cannot be hidden (BFS_NAMES). */
+#ifdef BFS_NAMES
+#define SWV(x) now.x
+#else
+#define SWV(x) x
 #endif
-#ifndef RESERVE
-#define RESERVE 1       /* the validity holds back the drift reserve */
-#endif
-#ifndef WRITEBACK
-#define WRITEBACK 1     /* the fence is raised on lagging members of the quorum */
-#endif
-#ifndef RB_TOMB
-#define RB_TOMB 1       /* a roll-back leaves its tombstone also where it deleted the key */
-#endif
-#ifndef REL_WAIT
-#define REL_WAIT 1      /* a release waits for every request with the token, and
-                           leaves a tombstone where one went unanswered */
-#endif
-#ifndef HO_WAIT
-#define HO_WAIT 1       /* a hand-over's acquire waits, on each master, for the old
-                           lock's requests as a release does, and leaves the old
-                           token's tombstone where one went unanswered */
-#endif
-#ifndef SEED
-#define SEED 1          /* a master with no floor counts above every fence before */
-#endif
-#ifndef HANDOVER
-#define HANDOVER 7      /* clients (bit c) whose Release may hand the lock to a waiter */
-#endif
-#ifndef EXTEND
-#define EXTEND 7        /* clients (bit c) that extend; an extension retakes vacant masters */
-#endif
-#ifndef CHECK
-#define CHECK 31        /* asserted properties: bit n-1 for property n */
-#endif
+#define READ_SWITCHES c_code { \
+	SWV(EXTEND) = envOr("QL_EXTEND", SWV(EXTEND)); \
+	SWV(NE) = envOr("QL_NE", SWV(NE)); \
+	SWV(HANDOVER) = envOr("QL_HANDOVER", SWV(HANDOVER)); \
+	SWV(NRS) = envOr("QL_NRS", SWV(NRS)); \
+	SWV(RESTARTS) = envOr("QL_RESTARTS", SWV(RESTARTS)); \
+	SWV(NDIS) = envOr("QL_NDIS", SWV(NDIS)); \
+	SWV(CHECK) = envOr("QL_CHECK", SWV(CHECK)); \
+	SWV(GUARD) = envOr("QL_GUARD", SWV(GUARD)); \
+	SWV(GUARD_WIN) = envOr("QL_GUARD_WIN", SWV(GUARD_WIN)); \
+	SWV(RESERVE) = envOr("QL_RESERVE", SWV(RESERVE)); \
+	SWV(WRITEBACK) = envOr("QL_WRITEBACK", SWV(WRITEBACK)); \
+	SWV(RB_TOMB) = envOr("QL_RB_TOMB", SWV(RB_TOMB)); \
+	SWV(REL_WAIT) = envOr("QL_REL_WAIT", SWV(REL_WAIT)); \
+	SWV(HO_WAIT) = envOr("QL_HO_WAIT", SWV(HO_WAIT)); \
+	SWV(SEED) = envOr("QL_SEED", SWV(SEED)); \
+	SWV(EPOCH) = envOr("QL_EPOCH", SWV(EPOCH)); \
+	SWV(VETO) = envOr("QL_VETO", SWV(VETO)); \
+	}
 
 /* ------------------------------------------------------ iteration macros */
 
@@ -207,12 +253,15 @@
 #define P_EXT   5       /* an extension's fan-out is out */
 #define P_REL   6       /* Release's fan-out is out */
 #define P_FIN   7       /* quorum and fence settled: the validity decides */
+#define P_HOWAIT 8      /* Release, before a hand-over: waits for the lock's trail */
 
 /* events */
 #define EV_DELIVER 1
 #define EV_TIMEOUT 2
 #define EV_DROP    3
+#define EV_EVICT   5
 #define EV_RESTART 6
+#define EV_REPLACE 7
 #define EV_START   8
 #define EV_HEAR    9
 #define EV_EXTEND  10
@@ -229,6 +278,11 @@ byte cnt[NM];           /* the key's fencing counter, which is also the node's f
 byte tomb[NM];          /* tombstones void:<token>, one bit per token */
 bit quar[NM];           /* restarted, and its quarantine has not ended */
 byte rw[NM*NC];         /* each client's window count when the master restarted */
+bit stale[NM];          /* its fence stamp names another server: data replaced */
+bit dis[NM];            /* the guard distrusts it for good (its veto) */
+byte ph[NM];            /* the key's holder before the present one, 0 if none:
+                           what an older copy of the data may hold (OLDDATA) */
+#define PH(m, v) if :: OLDDATA && h[m] != 0 && h[m] != (v) -> ph[m] = h[m] :: else -> skip fi
 
 /* requests: one slot per (token, kind, master) */
 bit net[NS];            /* held back in the network */
@@ -304,8 +358,16 @@ hidden byte woff[NC];
  * never lands where its roll-back ran. Property 4: a released token
  * never lands where its release (or hand-over) ran. */
 #define SETH(m, v) \
+	if \
+	:: (v) != 0 && (rbm[v] & MB(m)) -> \
+		printf("m%d: t%d holds the key again, after its roll-back ran there\n", MN(m), v) \
+	:: (v) != 0 && (relm[v] & MB(m)) -> \
+		printf("m%d: t%d holds the key again, after its release ran there\n", MN(m), v) \
+	:: else -> skip \
+	fi; \
 	PROP(3, (v) == 0 || !(rbm[v] & MB(m))); \
 	PROP(4, (v) == 0 || !(relm[v] & MB(m))); \
+	PH(m, v); \
 	h[m] = v
 
 /* ----------------------------------------------------------- scripts */
@@ -323,14 +385,40 @@ inline bump(m) {
 	fi
 }
 
-/* The restart guard: INFO rides in the same round trip as the script on
- * every new connection, and a restart drops every connection, so the vote
- * is judged on the master as it was when the script ran.
- * F_RT (ghost, property 5): every validity window that was running when the
- * master last restarted, and so may rest on a key the restart erased, has
- * ended. rw keeps the clients' window counts at the restart. */
+/* lib.lua fenceEpoch, run by the acquire script before it reads or counts
+ * a counter: a master whose fence stamp does not name this very server
+ * (its data was replaced: a promoted replica, a reload of an RDB or AOF
+ * file) starts a new epoch from its clock, raises its floor to it, and
+ * treats every counter at or below it as absent, so its next count is the
+ * floor's next value. With the seed above every fence before (SEED), that
+ * is a counter above every fence before. Without SEED the clock seed may be
+ * low, and the floor only ever rises. */
+inline epoch(m) {
+	if
+	:: stale[m] ->
+		stale[m] = 0;
+		cnt[m] = (SEED -> hi + 1 : (cnt[m] > 0 -> cnt[m] : 1));
+		if
+		:: cnt[m] > hi -> hi = cnt[m]
+		:: else -> skip
+		fi;
+		printf("m%d: its fence stamp names another server: a new epoch, floor %d\n", MN(m), CN(cnt[m]))
+	:: else -> skip
+	fi
+}
+
+/* The restart guard (Client.vote): INFO rides in the same round trip as
+ * the script on every new connection, and a restart or failover drops every
+ * connection, so the vote is judged on the master as it was when the script
+ * ran. A master in quarantine abstains; so does one the guard distrusts
+ * for good (its veto: a replica, one that may evict, one whose INFO is
+ * denied).
+ * F_RT (ghost, property 5): the master is not distrusted, and every
+ * validity window that was running when it last restarted, and so may rest
+ * on a key the restart erased, has ended. rw keeps the clients' window
+ * counts at the restart. */
 inline trust(t, m, s) {
-	x = 1;
+	x = !dis[m];
 	for (i : 0 .. NC-1) {
 		if
 		:: rw[m*NC + i] > we[i] -> x = 0
@@ -343,7 +431,7 @@ inline trust(t, m, s) {
 	fi;
 	i = 0; x = 0;
 	if
-	:: !quar[m] || !GUARD -> res[s] = res[s] | F_VT
+	:: (!quar[m] || !GUARD) && (!dis[m] || !VETO) -> res[s] = res[s] | F_VT
 	:: else -> skip
 	fi
 }
@@ -354,17 +442,13 @@ inline trust(t, m, s) {
 inline acq(t, m, s) {
 	f = tfrom[t];
 	if
-	:: f != 0 && val[s] == 1 -> tomb[m] = tomb[m] | TB(f)
-	:: else -> skip
-	fi;
-	if
 	:: h[m] == 0 ->
 		if
 		:: tomb[m] & TB(t) ->
 			res[s] = C_X; val[s] = 0;
 			printf("m%d: acquire t%d voided by its tombstone\n", MN(m), t)
 		:: else ->
-			SETH(m, t); kw[m] = wn[OWNER(t)]; bump(m); res[s] = C_OK; val[s] = cnt[m];
+			SETH(m, t); kw[m] = wn[OWNER(t)]; epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
 			printf("m%d: acquire t%d granted, counter %d\n", MN(m), t, CN(cnt[m]))
 		fi
 	:: h[m] != 0 && f != 0 && h[m] == f ->
@@ -373,11 +457,11 @@ inline acq(t, m, s) {
 			res[s] = C_X; val[s] = f;
 			printf("m%d: hand-over t%d->t%d voided\n", MN(m), f, t)
 		:: else ->
-			SETH(m, t); kw[m] = wn[OWNER(t)]; bump(m); res[s] = C_OK; val[s] = cnt[m];
+			SETH(m, t); kw[m] = wn[OWNER(t)]; epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
 			printf("m%d: hand-over t%d->t%d took the key, counter %d\n", MN(m), f, t, CN(cnt[m]))
 		fi
 	:: h[m] != 0 && h[m] == t ->
-		res[s] = C_OK; val[s] = cnt[m];
+		epoch(m); res[s] = C_OK; val[s] = cnt[m];
 		printf("m%d: acquire t%d again: already held, counter %d\n", MN(m), t, CN(cnt[m]))
 	:: else ->
 		res[s] = C_NO; val[s] = h[m];
@@ -516,22 +600,30 @@ inline answered(s) {
 #endif
 #define REFUSED(t,k,m) (st[SL(t,k,m)] == S_GOT && CODE(SL(t,k,m)) != C_OK)
 
-#if REL_WAIT
-#define RELREADY(t,m) (ROUNDS_IDLE(t,m) && !BUSY(SL(t,KF,m)) && !BUSY(SL(t,KX,m)) && !BUSY(SL(t,KRT,m)))
-#define RELTOMB(t,m) (ROUND_NOREP(t,m) || st[SL(t,KF,m)] == S_NOREP || st[SL(t,KRT,m)] == S_NOREP)
-#else
-#define RELREADY(t,m) ROUNDS_IDLE(t,m)
-#define RELTOMB(t,m) 0
-#endif
+/* The lock's trail on master m (trail.go): its acquisition rounds and its
+ * retakes. A retake is on the trail from the moment the extension that
+ * starts it decides (Lock.retake), and first waits for that extension's
+ * answer there: while the token's last extension succeeded, its request
+ * still out is on the trail too. A retake whose extension answer was not
+ * "vacant" is never sent, and is not unsure. */
+#define TRAILIDLE(t,m) (ROUNDS_IDLE(t,m) && !BUSY(SL(t,KRT,m)) && \
+	!(BUSY(SL(t,KX,m)) && (extok & TB(t))))
+#define TRAILNOREP(t,m) (ROUND_NOREP(t,m) || st[SL(t,KRT,m)] == S_NOREP)
+/* What a release waits for on master m, and whether it leaves the
+ * tombstone there: with REL_WAIT the trail; without, only the rounds. */
+#define RELREADY(t,m) (REL_WAIT -> TRAILIDLE(t,m) : ROUNDS_IDLE(t,m))
+#define RELTOMB(t,m) (REL_WAIT && TRAILNOREP(t,m))
 
 /* Whether the deferred request in slot s may go: a hand-over's acquire
- * once the old lock's rounds returned at its master (lo.after); a
- * roll-back once this attempt's rounds returned there; a release once what
- * RELREADY names returned there; anything else at once. Sets y. */
+ * once the old lock's trail returned at its master (acquireRound's
+ * after.settle; with HO_WAIT it already has, everywhere, before the
+ * hand-over began; without, only the rounds are waited for); a roll-back
+ * once this attempt's rounds returned there; a release once what RELREADY
+ * names returned there; anything else at once. Sets y. */
 inline ready(s) {
 	pt = STOK(s); pq = SKIND(s); pm = SMAS(s);
 	if
-	:: pq < MAXR && tfrom[pt] != 0 && HO_WAIT -> y = RELREADY(tfrom[pt], pm)
+	:: pq < MAXR && tfrom[pt] != 0 && HO_WAIT > 0 -> y = TRAILIDLE(tfrom[pt], pm)
 	:: pq < MAXR && tfrom[pt] != 0 -> y = ROUNDS_IDLE(tfrom[pt], pm)
 	:: pq == KRB && val[s] == M_ROLL -> y = ROUNDS_IDLE(pt, pm)
 	:: pq == KRB && val[s] == M_REL -> y = RELREADY(pt, pm)
@@ -609,12 +701,14 @@ inline timeAt(m) {
 	fi;
 	if
 	:: quar[m] -> d_step {
-#if GUARD_WIN
-		for (i : 0 .. NC-1) {
-			w1 = rw[m*NC + i]; endWin(i, w1)
-		};
-		i = 0; w1 = 0;
-#endif
+		if
+		:: GUARD_WIN ->
+			for (i : 0 .. NC-1) {
+				w1 = rw[m*NC + i]; endWin(i, w1)
+			};
+			i = 0; w1 = 0
+		:: else -> skip
+		fi;
 		printf("m%d: out of quarantine\n", MN(m)); quar[m] = 0 }
 	:: true -> skip
 	fi
@@ -632,8 +726,6 @@ inline sendSlot(s) {
 			val[s] = (RB_TOMB -> M_RB : M_RBOLD)
 		:: SKIND(s) == KRB && val[s] == M_REL ->
 			val[s] = (RELTOMB(pt, pm) -> M_RELT : M_RELP)
-		:: SKIND(s) < MAXR && tfrom[pt] != 0 && HO_WAIT ->
-			val[s] = (RELTOMB(tfrom[pt], pm) -> 1 : 0)
 		:: else -> skip
 		fi;
 		st[s] = (y -> S_WAIT : st[s]);
@@ -813,7 +905,7 @@ inline decide(c) {
 	}
 }
 
-/* Client.keeps: every master answered, yes or refused, and no other holder
+/* Client.wonSplit: every master answered, yes or refused, and no other holder
  * has as many votes (a tie goes to the smaller token). Sets kk. */
 inline keeps(c) {
 	y = 0; rr = 0;
@@ -945,6 +1037,28 @@ inline extendedNot(c) {
 	cxw[c] = 0; cph[c] = P_HELD
 }
 
+/* Lock.handOver: the whole trail has returned (trail.unsure). Where any
+ * request of it got no reply, it may still land: the lock is not handed
+ * over, and Release falls back to a plain release (Lock.release), which
+ * leaves the token's tombstone on that master. Otherwise the waiter's
+ * attempt takes the key over from this token. */
+inline handOverOrRelease(c) {
+	n = 0;
+	for (i : 0 .. NM-1) {
+		if
+		:: TRAILNOREP(ct[c], i) -> n = 1
+		:: else -> skip
+		fi
+	}
+	i = 0;
+	if
+	:: n && HO_WAIT == 1 -> printf("c%d: t%d is not handed over: a request of its trail got no reply\n", c, ct[c]);
+		release(c, ct[c]); ct[c] = 0
+	:: else -> co[c] = ct[c]; start(c)
+	fi;
+	n = 0
+}
+
 inline released(c) {
 	printf("c%d: Release t%d returns\n", c, crt[c]);
 	for (i : 0 .. NM-1) {
@@ -974,6 +1088,7 @@ inline findDecision() {
 				s2 = SL(crt[j], KRB, i);
 				y = y + (st[s2] == S_GOT -> 1 : 0); rr = rr + (BUSY(s2) -> 1 : 0);
 				n = n + ((st[s2] == S_GOT && CODE(s2) == C_OK) -> 1 : 0)
+			:: cph[j] == P_HOWAIT -> rr = rr + (TRAILIDLE(ct[j], i) -> 0 : 1)
 			:: else -> skip
 			fi
 		}
@@ -982,6 +1097,7 @@ inline findDecision() {
 		:: cc == 0 && cph[j] == P_FENCE && (y >= cneed[j] || y + rr < cneed[j]) -> cc = j + 1
 		:: cc == 0 && cph[j] == P_REL && ((y >= Q && n > 0) || rr == 0) -> cc = j + 1
 		:: cc == 0 && cph[j] == P_FIN -> cc = j + 1
+		:: cc == 0 && cph[j] == P_HOWAIT && rr == 0 -> cc = j + 1
 		:: else -> skip
 		fi
 	}
@@ -1011,6 +1127,7 @@ inline act(c) {
 			extendedNot(c) }
 		fi
 	:: cph[c] == P_REL -> d_step { released(c) }
+	:: cph[c] == P_HOWAIT -> d_step { handOverOrRelease(c) }
 	fi
 }
 
@@ -1153,6 +1270,8 @@ inline cmpMasters(a, b) {
 	cmpr = 0;
 	CMPF(h[(a)], h[(b)]); CMPF(kw[(a)], kw[(b)]); CMPF(cnt[(a)], cnt[(b)]);
 	CMPF(tomb[(a)], tomb[(b)]); CMPF(quar[(a)], quar[(b)]);
+	CMPF(stale[(a)], stale[(b)]); CMPF(dis[(a)], dis[(b)]);
+	CMPF(ph[(a)], ph[(b)]);
 	for (i : 0 .. NC-1) {
 		CMPF(rw[(a)*NC + i], rw[(b)*NC + i]);
 		CMPF(BIT(cyes[i], (a)), BIT(cyes[i], (b)));
@@ -1176,6 +1295,8 @@ inline swapMasters(a, b) {
 	VSWAP(mname[(a)], mname[(b)]);
 	VSWAP(h[(a)], h[(b)]); VSWAP(kw[(a)], kw[(b)]); VSWAP(cnt[(a)], cnt[(b)]);
 	VSWAP(tomb[(a)], tomb[(b)]); VSWAP(quar[(a)], quar[(b)]);
+	VSWAP(stale[(a)], stale[(b)]); VSWAP(dis[(a)], dis[(b)]);
+	VSWAP(ph[(a)], ph[(b)]);
 	for (i : 0 .. NC-1) {
 		VSWAP(rw[(a)*NC + i], rw[(b)*NC + i]);
 		BSWAP(cyes[i], a, b); BSWAP(clag[i], a, b)
@@ -1251,11 +1372,15 @@ inline propagate() {
 
 /* ------------------------------------------------------------- world */
 
-/* A crash and an immediate restart, empty: keys, counter, floor and
- * tombstones are gone. Requests on the old connections are lost, except
- * those whose goroutine still waits: it dials again and resends them. */
-inline restart(M) {
-	SETH(M, 0); cnt[M] = 0; tomb[M] = 0; quar[M] = 1;
+/* What every restart does: tombstones are gone (none of their tokens has a
+ * request left that could arrive: a roll-back or release runs on a master
+ * only once the token's requests there have returned, and those given up
+ * on, still in the network, are lost with the old connections), the
+ * quarantine begins, and the old connections are dropped: requests on them
+ * are lost, except those whose goroutine still waits, which dials again and
+ * resends them. */
+inline reboot(M) {
+	tomb[M] = 0; quar[M] = 1; ph[M] = 0;
 	for (i : 0 .. NC-1) {
 		rw[M*NC + i] = wn[i]
 	}
@@ -1269,6 +1394,54 @@ inline restart(M) {
 	i = 0; j = 0; s2 = 0
 }
 
+/* A crash and an immediate restart, empty: keys, counter, floor, stamp and
+ * tombstones are gone. With no floor, the first count starts from the
+ * clock (bump), which stands for fenceEpoch's new epoch too. */
+inline restart(M) {
+	SETH(M, 0); cnt[M] = 0; stale[M] = 0; reboot(M)
+}
+
+/* A failover to a replica that lagged, or a restart from an RDB or AOF
+ * file older than the last writes: the master comes back with an older
+ * copy of its data. The copy holds the key as it is now, or the key as it
+ * was before its present holder (a key deleted since comes back), or no
+ * key; its counter is as now, or older than every fence handed out. A key
+ * in the copy keeps the expiry it had, which may be any time now (kw 0).
+ * The fence stamp never travels with the data to another server or
+ * process, so the master's data is stale (stale) until fenceEpoch runs.
+ * The guard sees a new run_id, or a promotion, and quarantines it. The
+ * write does not go through SETH: no request put the key there. */
+inline replace(M) {
+	if
+	:: x = h[M]
+	:: ph[M] != 0 && ph[M] != h[M] -> x = ph[M]
+	:: h[M] != 0 -> x = 0
+	fi;
+	if
+	:: EPOCH && SEED ->
+		/* the counter is never read before fenceEpoch replaces it: one
+		 * value stands for all */
+		cnt[M] = 0
+	:: else ->
+		if
+		:: skip
+		:: cnt[M] != 1 -> cnt[M] = 1
+		fi
+	fi;
+	d_step {
+		printf("m%d: comes back with an older copy of its data: ", MN(M));
+		if
+		:: x != 0 -> printf("key of t%d", x)
+		:: else -> printf("no key")
+		fi;
+		if
+		:: EPOCH && SEED -> printf(", counters stale\n")
+		:: else -> printf(", counter %d\n", CN(cnt[M]))
+		fi;
+		h[M] = x; kw[M] = 0; x = 0; stale[M] = EPOCH;
+		reboot(M)
+	}
+}
 
 /* ------------------------------------------------------------ events */
 
@@ -1293,6 +1466,8 @@ inline restart(M) {
 	(SKIND(s) == KX && cph[BC(s)] == P_EXT && ct[BC(s)] == STOK(s)) || \
 	(SKIND(s) == KRB && cph[BC(s)] == P_REL && crt[BC(s)] == STOK(s)) || \
 	((SKIND(s) == KX || SKIND(s) == KRT) && cph[BC(s)] == P_HELD && ct[BC(s)] == STOK(s)) || \
+	(cph[BC(s)] == P_HOWAIT && ct[BC(s)] == STOK(s) && \
+		(SKIND(s) < MAXR || SKIND(s) == KRT || (SKIND(s) == KX && (extok & TB(STOK(s)))))) || \
 	st[SL(STOK(s), KRB, SMAS(s))] == S_DEFER || \
 	HOWAITS(s))
 #define SEL_DELIVER(P) :: dq[P] != 0 -> ev = EV_DELIVER; ea = DQS(P)
@@ -1302,7 +1477,9 @@ inline restart(M) {
 #define SEL_HOTO(C,M)  :: cph[C] == P_ROUND && co[C] != 0 && st[SL(ct[C], cr[C], M)] == S_DEFER -> \
 	ev = EV_TIMEOUT; ea = SL(ct[C], cr[C], M)
 #define SEL_HOTOC(C) FORM2(SEL_HOTO, C)
-#define SEL_RESTART(M) :: restarts < NRS -> ev = EV_RESTART; ea = M
+#define SEL_RESTART(M) :: restarts < NRS && (RESTARTS & 1) -> ev = EV_RESTART; ea = M
+#define SEL_REPLACE(M) :: restarts < NRS && (RESTARTS & 2) -> ev = EV_REPLACE; ea = M
+#define SEL_EVICT(M)   :: dis[M] && h[M] != 0 -> ev = EV_EVICT; ea = M
 #define SEL_START(C)   :: cph[C] == P_IDLE && ck[C] < NKC(C) -> ev = EV_START; ea = C
 #define SEL_HEAR(C)    :: cph[C] == P_HEAR -> ev = EV_HEAR; ea = C
 #define SEL_EXTEND(C)  :: ((EXTEND >> C) & 1) && cph[C] == P_HELD && bel[C] && cne[C] < NE && XIDLE(C) -> ev = EV_EXTEND; ea = C
@@ -1361,6 +1538,9 @@ inline happen() {
 		fi }
 	:: ev == EV_RESTART -> d_step {
 		restarts++; printf("m%d: crashes and restarts empty\n", MN(ea)); restart(ea) }
+	:: ev == EV_REPLACE -> restarts++; replace(ea)
+	:: ev == EV_EVICT -> d_step {
+		printf("m%d: loses the key of t%d unseen (evicted)\n", MN(ea), h[ea]); SETH(ea, 0) }
 	:: ev == EV_START -> d_step { co[ea] = 0; start(ea) }
 	:: ev == EV_HEAR -> hear(ea)
 	:: ev == EV_EXTEND -> d_step { extendStart(ea) }
@@ -1368,7 +1548,11 @@ inline happen() {
 		bel[ea] = 0; lw[ea] = 0; release(ea, ct[ea]); ct[ea] = 0 }
 	:: ev == EV_HANDOVER -> d_step {
 		printf("c%d: Release t%d, handing over\n", ea, ct[ea]);
-		bel[ea] = 0; lw[ea] = 0; co[ea] = ct[ea]; start(ea) }
+		bel[ea] = 0; lw[ea] = 0;
+		if
+		:: HO_WAIT > 0 -> cph[ea] = P_HOWAIT
+		:: else -> co[ea] = ct[ea]; start(ea)
+		fi }
 	:: ev == EV_DROPLOCK -> d_step {
 		printf("c%d: t%d is dropped without a release\n", ea, ct[ea]);
 		endWin(ea, lw[ea]); tfin = tfin | TB(ct[ea]);
@@ -1378,9 +1562,11 @@ inline happen() {
 
 active proctype System() {
 	byte ev, ea, i, j, s, s2, f, n, y, rr, hh, v, kk, pt, pq, pm, x, w1, w2, cc, cmpr, ca, cb;
+	READ_SWITCHES;
 	d_step {
 		for (i : 0 .. NM-1) {
-			cnt[i] = 1; mname[i] = i
+			cnt[i] = 1; mname[i] = i;
+			dis[i] = (i < NDIS)
 		}
 		i = 0; hi = 1
 	}
@@ -1393,6 +1579,8 @@ end:
 		FORD(SEL_DROP)
 		FORC(SEL_HOTOC)
 		FORM(SEL_RESTART)
+		FORM(SEL_REPLACE)
+		FORM(SEL_EVICT)
 		FORC(SEL_START)
 		FORC(SEL_HEAR)
 		FORC(SEL_EXTEND)
