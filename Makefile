@@ -1,12 +1,14 @@
 # The test command of the README and of CI is `make test`.
 GO      ?= go
 # Modules with their own go.mod: the chaos suite, the side-by-side benchmarks,
-# and the fencing guard's tests against real databases.
-MODULES := chaos bench fencing/sqltest
+# the fencing guard's tests against real databases, and one per driver adapter
+# (driver/<name>), so that a user of one client library never downloads another.
+DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
+MODULES := chaos bench fencing/sqltest $(DRIVERS)
 
-.PHONY: test lint unit redis60 benchtest fencingtest model model-deep chaos bench bench-report
+.PHONY: test lint unit drivers redis60 benchtest fencingtest model model-deep chaos bench bench-report
 
-test: lint unit benchtest fencingtest model chaos
+test: lint unit drivers benchtest fencingtest model chaos
 
 # gofmt, go vet and go mod tidiness over every module.
 lint:
@@ -20,6 +22,11 @@ lint:
 unit: redis60
 	$(GO) test -race -count=1 ./...
 	REDLOCK_TEST_ACL=1 $(GO) test -race -count=1 -run 'Integration|Contract' ./redlock
+
+# Each driver adapter's module: the driver contract (internal/drivertest) and
+# its own tests, against real redis-server processes.
+drivers:
+	@for m in $(DRIVERS); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
 # Redis 6.0 for those tests, fetched once into the user's cache directory (see the script).
 redis60:
