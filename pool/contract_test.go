@@ -10,11 +10,20 @@ import (
 	"github.com/quorumlock/quorumlock/pool"
 )
 
-// The redigo driver passes the contract every driver passes.
+// The redigo driver passes the contract every driver passes, in both modes:
+// pooled, a connection per call, and pipelined, calls sharing one connection
+// (a SIGSTOPped master among the contract's cases).
 func TestContract_Driver(t *testing.T) {
-	drivertest.Run(t, func(t testing.TB, addr string) driver.Master {
-		p, err := pool.New(addr)
-		require.NoError(t, err)
-		return p
-	})
+	for _, mode := range []struct {
+		name      string
+		pipelined bool
+	}{{"pooled", false}, {"pipelined", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			drivertest.Run(t, func(t testing.TB, addr string) driver.Master {
+				p, err := pool.New(addr, pool.WithPipeline(mode.pipelined))
+				require.NoError(t, err)
+				return p
+			})
+		})
+	}
 }
