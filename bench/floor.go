@@ -162,7 +162,7 @@ func newScript(src string, keys int) script {
 //
 //	acquire  KEYS lock, fencing counter, fence floor, tombstone, fence stamp
 //	         ARGV token, TTL ms, owner, counter retention ms, '' (no
-//	         hand-over), the master's identity
+//	         hand-over), '' (no proposed count), the master's identity
 //	release  KEYS lock, tombstone
 //	         ARGV token, owner, channel, '' or (rolling back) tombstone TTL ms
 //
@@ -208,7 +208,7 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token, prefix+"fence-floor:stamp",
-			token, ttlMS, "", keepMS, "", ids[i]))
+			token, ttlMS, "", keepMS, "", "", ids[i]))
 		if err != nil {
 			return false, false, err
 		}

@@ -97,7 +97,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if err != nil {
 		return outcome{err: err}
 	}
-	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep}
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose()}
 	var after *trail
 	if from != nil {
 		req.from, after = from.token, from.trail
@@ -249,7 +249,8 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 // proof that fences keep growing across it.
 //
 // In the common case every master of the quorum reports the same count, and
-// no extra round trip is made. raised lists the masters whose counters were
+// no extra round trip is made: each attempt proposes one count to every
+// master (see propose), which those whose counters are lower take. raised lists the masters whose counters were
 // raised to the fence here: Release need not raise them again.
 func (c *Client) settleFence(ctx context.Context, req request, won round, timeout time.Duration) (int64, []int, error) {
 	counter := func(i int) int64 {
@@ -295,6 +296,31 @@ func (c *Client) settleFence(ctx context.Context, req request, won round, timeou
 		raised = append(raised, lag[j])
 	}
 	return fence, raised, nil
+}
+
+// proposalLag is how far behind its clock the client proposes counts: a
+// master caps a proposal at its own clock seed, so a proposal from a clock
+// ahead of a master's would be cut there, and the masters would disagree.
+// The lag covers the clocks' disagreement between client and masters.
+const proposalLag = 100 * time.Millisecond
+
+// propose returns this attempt's proposal for a new count, the same for
+// every master (see proposed in internal/scripts/lib.lua): the client's
+// clock, proposalLag ago, in the scripts' clock seed units (milliseconds
+// times 1024), and above every proposal the client made before. Masters
+// whose counters for the key are lower take it, so masters that drifted
+// apart agree again, and the fence needs no raise. A proposal never lowers
+// a count, and a master takes none above its own clock seed, so the fence's
+// proof does not rest on it.
+func (c *Client) propose() int64 {
+	now := c.o.clock.Now().Add(-proposalLag).UnixMilli() * 1024
+	for {
+		last := c.proposed.Load()
+		p := max(now, last+1)
+		if c.proposed.CompareAndSwap(last, p) {
+			return p
+		}
+	}
 }
 
 func (c *Client) token() (string, error) {

@@ -25,6 +25,8 @@ type Client struct {
 	scripts *scripts.Set
 	maxTTL  atomic.Int64
 	hub     *hub
+	// proposed is the last count proposed to the masters (see propose).
+	proposed atomic.Int64
 
 	work      *work         // operations in flight and the writes they still owe
 	closing   chan struct{} // closed by Close: waiters, watchdogs and retries stop

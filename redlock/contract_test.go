@@ -22,18 +22,19 @@ import (
 
 // step is one script run of a contract sequence, and what it must answer.
 type step struct {
-	op                  string // acquire, extend, release, fence, inspect
+	op                  string // acquire, extend, release, fence, inspect, wait (3 ms)
 	token, owner, from  string
 	ttl                 time.Duration // 10s when zero
 	rollback, tombstone bool
 	fence               string // fence: "<label>+<n>", a counter seen earlier plus n
+	propose             string // acquire: "<label>+<n>", the attempt's proposal for a new count
 
 	// What must come back.
 	ok       bool             // acquire: granted; fence: raised
 	tookOver bool             // acquire
 	holder   string           // acquire when refused, and inspect: a token, "owner:<o>", or ""
 	pttl     string           // acquire when refused, and inspect: "live", "long" (> 5s), "rolled back", "no key"
-	counter  string           // acquire and inspect: "new" (above every counter seen), "=<label>", ">=<label>+<n>"
+	counter  string           // acquire and inspect: "new" (above every counter seen), "=<label>[+<n>]", ">=<label>+<n>", "new<<label>+<n>" (new, and below)
 	label    string           // names this step's counter for later steps
 	extended scripts.Extended // extend
 	released scripts.Released // release
@@ -144,6 +145,24 @@ var contract = []struct {
 		{op: "fence", token: "a", fence: "a+0", ok: true},
 		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: "=a"},
 	}},
+	{"a proposal above the count, and not above the master's clock, is the count", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "wait"}, // the master's clock seed moves 1024 per millisecond, past a+1000
+		{op: "acquire", token: "b", propose: "a+1000", ok: true, counter: "=a+1000"},
+		{op: "release", token: "b", released: scripts.Freed},
+		{op: "acquire", token: "c", propose: "a+5", ok: true, counter: "=a+1001"},
+	}},
+	{"a proposal above the master's clock is cut at the clock", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "acquire", token: "b", propose: "a+4503599627370496", ok: true, counter: "new<a+4503599627370496"},
+	}},
+	{"a hand-over takes a proposal as a grant does", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "wait"},
+		{op: "acquire", token: "b", from: "a", propose: "a+1000", ok: true, tookOver: true, counter: "=a+1000"},
+	}},
 	{"counters grow from one holder to the next", []step{
 		{op: "acquire", token: "a", ok: true, counter: "new"},
 		{op: "release", token: "a", released: scripts.Freed},
@@ -195,8 +214,15 @@ func runContract(t *testing.T, n node, steps []step) {
 		switch {
 		case s.counter == "new":
 			assert.Greater(t, got, top, "step %d: a new counter, above every one before", at)
+		case strings.HasPrefix(s.counter, "new<"):
+			assert.Greater(t, got, top, "step %d: a new counter, above every one before", at)
+			assert.Less(t, got, offset(t, counters, s.counter[4:]), "step %d: counter %s", at, s.counter)
 		case strings.HasPrefix(s.counter, "="):
-			assert.Equal(t, counters[s.counter[1:]], got, "step %d: counter %s", at, s.counter)
+			want := s.counter[1:]
+			if !strings.Contains(want, "+") {
+				want += "+0"
+			}
+			assert.Equal(t, offset(t, counters, want), got, "step %d: counter %s", at, s.counter)
 		case strings.HasPrefix(s.counter, ">="):
 			assert.GreaterOrEqual(t, got, offset(t, counters, s.counter[2:]), "step %d: counter %s", at, s.counter)
 		}
@@ -210,6 +236,9 @@ func runContract(t *testing.T, n node, steps []step) {
 			rollback: s.rollback, tombstone: s.tombstone}
 		if req.ttl == 0 {
 			req.ttl = 10 * time.Second
+		}
+		if s.propose != "" {
+			req.propose = offset(t, counters, s.propose)
 		}
 		switch s.op {
 		case "acquire":
@@ -237,6 +266,8 @@ func runContract(t *testing.T, n node, steps []step) {
 			ok, err := n.raiseFence(ctx, req, offset(t, counters, s.fence))
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.ok, ok, "step %d: raised", at)
+		case "wait":
+			time.Sleep(3 * time.Millisecond)
 		case "inspect":
 			st, err := n.inspect(ctx, "k")
 			require.NoError(t, err, "step %d", at)

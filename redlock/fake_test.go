@@ -46,6 +46,7 @@ type fakeNode struct {
 	h        health
 	advance  time.Duration // an acquire moves the fake clock on by this first
 	noRaise  bool          // raiseFence fails
+	behind   time.Duration // how far the master's clock is behind the client's: it caps proposals
 	other    string        // the holder a foreign master reports; "foreign" if empty
 	gate     chan struct{} // if set, a release waits for it, then fails on a done ctx as a pool would
 	fromGate chan struct{} // if set, a hand-over acquire waits for it
@@ -256,13 +257,14 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 		if c <= f.floor {
 			c = f.floor + 1
 		}
-		f.counters[r.key], f.floor = c, c
+		c = f.proposed(c, r.propose)
+		f.counters[r.key], f.floor = c, max(f.floor, c)
 		return scripts.Grant{OK: true, Counter: c}
 	}
 	switch {
 	case r.owner == "" && r.from != "" && k.owner == "" && k.token == r.from:
 		k.token, k.until = r.token, now.Add(r.ttl)
-		f.counters[r.key]++
+		f.counters[r.key] = f.proposed(f.counters[r.key]+1, r.propose)
 		f.floor = max(f.floor, f.counters[r.key])
 		return scripts.Grant{OK: true, Counter: f.counters[r.key], TookOver: true}
 	case r.owner == "" && k.token == r.token:
@@ -278,6 +280,16 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 		return scripts.Grant{PTTL: k.until.Sub(now), Holder: "owner:" + k.owner}
 	}
 	return scripts.Grant{PTTL: k.until.Sub(now), Holder: k.token}
+}
+
+// proposed is lib.lua's proposed: the proposal p where it is above the
+// count c, capped at the master's clock seed (its clock, behind the client's
+// by f.behind, in milliseconds times 1024).
+func (f *fakeNode) proposed(c, p int64) int64 {
+	if p <= c {
+		return c
+	}
+	return max(c, min(p, f.clk.Now().Add(-f.behind).UnixMilli()*1024))
 }
 
 func (f *fakeNode) extend(ctx context.Context, r request) (scripts.Extended, error) {

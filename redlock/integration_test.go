@@ -701,3 +701,34 @@ func TestIntegration_HandOvers_LeaveNothing(t *testing.T) {
 			"%s keeps a token", s.Addr())
 	}
 }
+
+// TestIntegration_DriftedFloorsAgreeOnTheProposal sets the masters' fence
+// floors apart, each by a different amount, as grants counted on some masters
+// only would, so that every quorum's counters would disagree and the fence
+// would need raising. The attempt's proposal, the same to every master,
+// brings them together: the fence needs no raise on any master.
+func TestIntegration_DriftedFloorsAgreeOnTheProposal(t *testing.T) {
+	srv := masters(t, 5)
+	c := client(t, srv)
+	ctx := context.Background()
+	// The first grant in the slot seeds each master's floor from its clock.
+	l, err := c.TryLock(ctx, "{drift}warm", time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	for i, s := range srv {
+		floor := c.nodes[i].(*master).names.Floor("{drift}k")
+		do(t, s, "ZINCRBY", floor, 100*(i+1), "floor")
+	}
+	time.Sleep(proposalLag + 50*time.Millisecond) // proposals are made from the clock proposalLag ago
+	l, err = c.TryLock(ctx, "{drift}k", time.Second)
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	assert.NotContains(t, l.fenced, true, "no master's counter was raised to the fence")
+	for i, s := range srv {
+		v, err := redis.Int64(do(t, s, "GET", c.nodes[i].(*master).names.Fence("{drift}k")), nil)
+		require.NoError(t, err, "master %d: the counter", i)
+		if a, _, ok := l.won.answer(i); ok && a.grant.OK {
+			assert.Equal(t, l.Fence(), v, "master %d counted the fence", i)
+		}
+	}
+}

@@ -241,12 +241,40 @@ func TestDo_LossCancelsFn(t *testing.T) {
 	assert.True(t, lostAt.Before(until), "fn learned of the loss at %v, after the window ended at %v", lostAt, until)
 }
 
+// clocksBehind sets every fake master's clock back to 1970, as far behind
+// the client's as can be, so that each cuts the client's proposals to
+// nothing and counts on its own: the tests of counters that disagree.
+func clocksBehind(fakes []*fakeNode) {
+	for _, f := range fakes {
+		f.behind = time.Duration(f.clk.Now().UnixNano())
+	}
+}
+
+// TestFence_ProposalRealignsDriftedCounters: counters that drifted apart
+// take the attempt's proposal, the same on every master, so the quorum
+// agrees and no fence is raised; the next holder's fence is larger.
+func TestFence_ProposalRealignsDriftedCounters(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, clk.Now().Add(-proposalLag).UnixMilli()*1024, l.Fence(), "the proposal")
+	for i, f := range fakes {
+		assert.Empty(t, f.callsOf("fence"), "master %d: no raise", i)
+	}
+	require.NoError(t, l.Release(context.Background()))
+	l2, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, l2.Fence(), l.Fence())
+}
+
 // TestFence_RaisedOnLaggingMasters sets counters apart, so that the quorum
 // disagrees, and checks that the fence is the largest, that the laggards are
 // raised before TryLock returns, and that the next holder's fence is larger
 // whichever quorum it gets.
 func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
+	clocksBehind(fakes)
 	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
 	l, err := c.TryLock(context.Background(), "k", time.Second)
 	require.NoError(t, err)
@@ -266,6 +294,7 @@ func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 
 func TestFence_RaiseFailureFailsTheAttempt(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
+	clocksBehind(fakes)
 	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
 	fakes[0].noRaise, fakes[1].noRaise = true, true
 	_, err := c.TryLock(context.Background(), "k", time.Second)
@@ -282,6 +311,7 @@ func TestFence_RaiseFailureFailsTheAttempt(t *testing.T) {
 // fails each time, and checks that fences only grow.
 func TestFence_StrictlyIncreasingUnderShiftingQuorums(t *testing.T) {
 	a, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	clocksBehind(fakes[:3]) // two masters take proposals, three do not
 	b, err := build(5, []Option{WithClock(a.o.clock), WithLogger(quiet()), WithRestartGuard(0)})
 	require.NoError(t, err)
 	nodes := make([]node, 5)

@@ -19,6 +19,7 @@ type request struct {
 	rollback          bool          // a release that undoes a failed attempt: no announcement, a tombstone
 	tombstone         bool          // a release that leaves the token's tombstone
 	from              string        // an acquire that takes the key over from this plain lock's token
+	propose           int64         // an acquire's proposal for a new count (see Client.propose), 0 for none
 }
 
 // node is one master as the algorithm uses it. The Redis implementation is
@@ -58,7 +59,7 @@ func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 }
 
 func (m *master) acquire(ctx context.Context, r request) (scripts.Grant, error) {
-	a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from}
+	a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
 	v, err := m.eval(ctx, a.Call(m.scripts, m.names))
 	if err != nil {
 		return scripts.Grant{}, err

@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
@@ -15,6 +16,10 @@ type Acquire struct {
 	Owner string        // "" for a plain lock
 	Keep  time.Duration // how long a new fencing counter lives, beyond the TTL
 	From  string        // a hand-over: the plain lock's token the key passes from, or ""
+	// Propose is the client's proposal for a new count, the same for every
+	// master of one attempt, so that their counters agree (see proposed in
+	// lib.lua); 0 proposes nothing.
+	Propose int64
 }
 
 // Call returns the run on a master.
@@ -22,8 +27,16 @@ func (a Acquire) Call(s *Set, n Names) driver.Call {
 	return driver.Call{
 		Script: s.Acquire,
 		Keys:   []string{n.Lock(a.Key), n.Fence(a.Key), n.Floor(a.Key), n.Void(a.Key, a.Token), n.Stamp(a.Key)},
-		Args:   []string{a.Token, ms(a.TTL), a.Owner, ms(a.TTL + a.Keep), a.From},
+		Args:   []string{a.Token, ms(a.TTL), a.Owner, ms(a.TTL + a.Keep), a.From, proposal(a.Propose)},
 	}
+}
+
+// proposal renders a proposal as the script reads it: "" for none.
+func proposal(p int64) string {
+	if p <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(p, 10)
 }
 
 // Grant is a master's answer to an Acquire.

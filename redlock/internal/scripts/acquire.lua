@@ -7,7 +7,8 @@
 -- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
 -- where it holds the key, the key passes to this token at once, never free
 -- in between,
--- ARGV[6] the master's identity as the client knows it, or '' (see
+-- ARGV[6] the client's proposal for a new count, or '' (see proposed),
+-- ARGV[7] the master's identity as the client knows it, or '' (see
 -- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
 -- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder}
@@ -15,7 +16,7 @@
 -- back here). The holder is the token of a plain lock, "owner:<owner>" of a
 -- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, ttl, owner, keep, from, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local token, ttl, owner, keep, from, propose, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 -- holderOf names who holds a key this request may not take: the token of a
 -- plain lock, "owner:<owner>" of a reentrant one, '?' for a key of another
@@ -40,17 +41,17 @@ if owner == '' then
       redis.call('DEL', lock)
       return {0, -3}
     end
-    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint))}
+    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint), propose)}
   end
   local v = redis.pcall('GET', lock)
   if from ~= '' and v == from then
     if voided() then return {0, -3, v} end
     redis.call('SET', lock, token, 'PX', ttl)
-    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint)), 1}
+    return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint), propose), 1}
   end
   -- A retried request that already took effect here.
   if v == token then
-    return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
+    return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint), propose)}
   end
   if type(v) ~= 'string' then v = holderOf(lock) end
   return {0, redis.call('PTTL', lock), v}
@@ -61,12 +62,12 @@ if kind == 'none' then
   if voided() then return {0, -3} end
   redis.call('HSET', lock, 'owner', owner, 'hold:' .. token, 1)
   redis.call('PEXPIRE', lock, ttl)
-  return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint))}
+  return {1, bump(ckey, floor, keep, fenceEpoch(stamp, floor, hint), propose)}
 end
 if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
   if voided() then return {0, -3} end
   redis.call('HSET', lock, 'hold:' .. token, 1)
   if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
-  return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint))}
+  return {1, counter(ckey, floor, fenceEpoch(stamp, floor, hint), propose)}
 end
 return {0, redis.call('PTTL', lock), holderOf(lock)}

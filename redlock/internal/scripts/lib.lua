@@ -118,19 +118,55 @@ local function fenceEpoch(stamp, floor, hint)
   return e
 end
 
+-- proposed returns the count c, or the client's proposal p when p is larger,
+-- as long as p is not above this master's clock seed: the clock caps it.
+--
+-- Why. Each master counts on its own, so the masters of a quorum can name
+-- different counters for one grant, and the client must then raise the
+-- lagging ones to the fence it chose (fence.lua): an extra script run per
+-- lagging master. Every client proposes, for each attempt, one number from
+-- its clock (the same to every master); a master whose count is below the
+-- proposal takes the proposal. Masters whose counters agreed before still
+-- agree, and masters that drifted apart meet again at the proposal.
+--
+-- Safety. A master's next count only has to be above every count it made
+-- before for the key (see fence.go): a proposal is taken only when it is
+-- larger, so that still holds. The cap keeps the clock seed's promise (see
+-- clockSeed and fenceEpoch): no count is above the clock seed of the master
+-- that made it, at the time it made it, so a master that lost its data
+-- still starts above every fence handed out before. A proposal that is not
+-- a number, or not above c, changes nothing.
+local function proposed(c, p)
+  p = tonumber(p)
+  if not p or p <= c then return c end
+  local seed = clockSeed()
+  if p > seed then p = seed end
+  if p > c then return p end
+  return c
+end
+
 -- bump counts a grant: the key's counter moves on. A counter that did not
 -- exist (new, or dropped after its retention), or one left from before the
 -- epoch, takes the floor's next value, one above everything this node ever
--- counted, and lives for keep ms.
-local function bump(ckey, floor, keep, epoch)
+-- counted, and lives for keep ms. Either way the count takes the client's
+-- proposal p where it is larger (see proposed).
+local function bump(ckey, floor, keep, epoch, p)
   local c = redis.call('INCR', ckey)
   if c ~= 1 and c > epoch + 1 then
+    local q = proposed(c, p)
+    if q > c then
+      c = q
+      redis.call('SET', ckey, int(c), 'KEEPTTL')
+    end
     raiseFloor(floor, c)
     return c
   end
   c = tonumber(redis.call('ZINCRBY', floor, 1, 'floor'))
-  if c == 1 then -- no floor before this
-    c = clockSeed() + 1
+  local fresh = c == 1 -- no floor before this
+  if fresh then c = clockSeed() + 1 end
+  local q = proposed(c, p)
+  if fresh or q > c then
+    c = q
     raiseFloor(floor, c)
   end
   redis.call('SET', ckey, int(c), 'PX', keep)
