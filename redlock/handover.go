@@ -10,7 +10,12 @@ import "context"
 // this lock is released as usual. A lock past its validity is not handed
 // over: its Release must report it.
 func (l *Lock) handOver(ctx context.Context) handOverResult {
-	if l.req.owner != "" || l.Validity() <= 0 || l.trail.unsure() {
+	if l.req.owner != "" || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
+		// Nobody here to hand over to: the release, which waits on each
+		// master for that master's requests only, need not wait for them all.
+		return notHandedOver
+	}
+	if l.trail.unsure() {
 		// A request of this lock that got no reply may still land: only a
 		// release leaves the tombstone that turns it away.
 		return notHandedOver

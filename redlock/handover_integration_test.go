@@ -120,3 +120,49 @@ func TestIntegration_HandOverLetsNoLateRequestLand(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegration_ReleaseWithoutWaitersReturnsAtQuorum holds a lock's
+// acquire back on its way to one master and releases the lock with nobody
+// waiting for it: Release returns on the quorum's answers, without waiting
+// for the late master, whose delete follows once its acquire has returned.
+// Nothing is left.
+func TestIntegration_ReleaseWithoutWaitersReturnsAtQuorum(t *testing.T) {
+	srv := masters(t, 3)
+	hb := redistest.NewHoldBack(t, srv[2].Addr())
+	late := suiteURL(hb.Addr())
+	if !strings.Contains(late, "://") {
+		late = "redis://" + late
+	}
+	// The late master's calls end at the node timeout, not before.
+	late += "?read_timeout=10s"
+	addrs := []string{suiteURL(srv[0].Addr()), suiteURL(srv[1].Addr()), late}
+	const timeout = 3 * time.Second
+	c, err := NewFromAddrs(addrs, suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(timeout))()...)
+	require.NoError(t, err)
+	defer c.Close()
+	warm, err := c.TryLock(context.Background(), "warm", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(context.Background()))
+
+	hb.Hold([]byte(scripts.New().Acquire.SHA))
+	l, err := c.TryLock(context.Background(), "k", time.Minute) // a node timeout of its tenth, at most
+	require.NoError(t, err, "masters 0 and 1 are a quorum")
+	select {
+	case <-hb.Held():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the acquire was not held back")
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Release(context.Background()) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(timeout / 2):
+		t.Fatal("Release waited for the late master")
+	}
+	require.NoError(t, hb.Deliver(5*time.Second), "the held acquire reached master 2")
+	require.NoError(t, c.Close()) // the late master's delete has run
+	for i, s := range srv {
+		assert.Empty(t, getString(t, s, "k"), "master %d", i)
+	}
+}
