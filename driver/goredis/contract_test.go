@@ -50,3 +50,34 @@ func TestContract_ClusterLock(t *testing.T) {
 		return m
 	})
 }
+
+// A cluster client subscribes with sharded pub/sub, one connection per
+// shard master, and its subscriptions end when a shard's connection drops
+// or a channel's slot moves: through a UniversalClient that is a cluster
+// client (RESP3, go-redis's default), and through a ClusterClient speaking
+// RESP2 whose I/O the ctx's deadlines bound.
+func TestContract_ClusterPubSub(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		new  func(seeds []string) redis.UniversalClient
+	}{
+		{"universal", func(seeds []string) redis.UniversalClient {
+			return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: seeds})
+		}},
+		{"resp2", func(seeds []string) redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, Protocol: 2, ContextTimeoutEnabled: true})
+		}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			drivertest.RunClusterPubSub(t, func(t testing.TB, seeds []string) driver.Master {
+				c := mode.new(seeds)
+				t.Cleanup(func() { c.Close() })
+				_, ok := c.(*redis.ClusterClient)
+				require.True(t, ok, "%T", c)
+				m, err := goredis.New(c)
+				require.NoError(t, err)
+				return m
+			})
+		})
+	}
+}

@@ -89,8 +89,20 @@
 // only when every key it touches shares the slot of the first; otherwise it
 // answers CROSSSLOT, and the lock reports the master as misconfigured.
 //
-// Subscriptions are classic pub/sub, on one connection to a node the
-// client picks: a cluster forwards every PUBLISH to every node, so it hears
-// the announcements of every shard. Sharded pub/sub (SSUBSCRIBE), which
-// keeps each announcement within its shard, is not used.
+// Releases are announced with sharded pub/sub (SPUBLISH, in the slot of the
+// lock key's channel), which keeps each announcement on its shard, and
+// Sharded reports true. A subscription holds one SSUBSCRIBE connection per
+// shard master, a go-redis PubSub of that master's node client, and sends
+// each channel to the master of its slot as the client knows the cluster.
+// Its Receive fails, and the lock subscribes again on a new subscription,
+// when one of those connections fails (go-redis would reconnect it in
+// silence, and the announcements made meanwhile would be lost), when a
+// master refuses a channel whose slot it no longer owns (MOVED), and when a
+// master drops a channel by itself, which Redis does when the channel's
+// slot moves to another master (an unasked SUNSUBSCRIBE). The client then
+// reads the cluster's slots again, so that the new subscription reaches the
+// new owner.
+//
+// A client of one server, standalone or Sentinel, subscribes with classic
+// pub/sub (SUBSCRIBE) on one connection, and Sharded reports false.
 package goredis

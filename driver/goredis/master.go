@@ -111,10 +111,11 @@ func invalid(format string, args ...any) error {
 // addresses, or the name given with WithName.
 func (m *Master) Addr() string { return m.name }
 
-// Sharded reports false: releases are announced with PUBLISH, and a cluster
-// client's subscription listens with SUBSCRIBE on one node, which a Redis
-// Cluster's PUBLISH reaches from any node.
-func (m *Master) Sharded() bool { return false }
+// Sharded reports whether the client is a cluster client: releases are then
+// announced with SPUBLISH, in the slot of the lock key's channel, and heard
+// by Subscribe's sharded subscriptions on that slot's master. Through a
+// client of one server they are announced with PUBLISH.
+func (m *Master) Sharded() bool { return m.cluster != nil }
 
 // Close waits for calls in flight, those left to finish past their deadline
 // included (see Deadlines in the package documentation), and

@@ -9,18 +9,27 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// Subscribe opens a pub/sub connection of the client for release
-// announcements: see driver.Master. The connection is opened, and the ACL
-// user authenticated, before Subscribe returns.
+// Subscribe opens a subscription for release announcements: see
+// driver.Master.
 //
-// On a cluster client it is a classic (not sharded) subscription, to one
-// node the client picks: Redis Cluster forwards every PUBLISH to every
-// node, so one connection hears the announcements of every shard.
+// Through a client of one server, it is a pub/sub connection of the client
+// (SUBSCRIBE), opened, and the ACL user authenticated, before Subscribe
+// returns.
+//
+// Through a cluster client, it is sharded pub/sub (SSUBSCRIBE), as the lock
+// announces releases with SPUBLISH there (see Sharded): one connection per
+// shard master, through that master's node client, opened as channels of its
+// slots are subscribed. Receive fails when one of them does, or when a
+// master drops a channel because its slot moved to another master, so that
+// the lock subscribes again and reaches the new owner.
 func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
 	if err := m.enter(); err != nil {
 		return nil, err
 	}
 	defer m.inflight.Done()
+	if m.cluster != nil {
+		return m.subscribeSharded(ctx)
+	}
 	return within(m, ctx, func(ctx context.Context) (driver.Subscription, error) {
 		ps := m.client.Subscribe(ctx)
 		// go-redis connects on the first command; PING makes it connect

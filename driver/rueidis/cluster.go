@@ -192,22 +192,6 @@ func (m *Master) evalCluster(ctx context.Context, call driver.Call) (driver.Repl
 	return rep, retry, err
 }
 
-// masters returns the masters of the map, each once, sorted.
-func (s *slotMap) masters() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := map[string]bool{}
-	var out []string
-	for _, r := range s.ranges {
-		if !seen[r.master] {
-			seen[r.master] = true
-			out = append(out, r.master)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // forget empties the map, to be read again, unless it was read since
 // version seen.
 func (s *slotMap) forget(seen uint64) {

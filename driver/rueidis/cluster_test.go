@@ -207,51 +207,6 @@ func TestCluster_MovedIsFollowed(t *testing.T) {
 	assert.Equal(t, "1", got)
 }
 
-// A subscription on a cluster hears a release announced on any master.
-func TestCluster_Subscription(t *testing.T) {
-	srv := startCluster(t, 3)
-	client, _ := clusterClient(t, srv, false)
-	m, err := rueidisdriver.New(client)
-	require.NoError(t, err)
-	sub, err := m.Subscribe(ctxFor(t, 2*time.Second))
-	require.NoError(t, err)
-	defer sub.Close()
-	got := make(chan driver.Message, 16)
-	go func() {
-		for {
-			msg, err := sub.Receive()
-			if err != nil {
-				close(got)
-				return
-			}
-			got <- msg
-		}
-	}()
-	next := func() driver.Message {
-		select {
-		case msg := <-got:
-			return msg
-		case <-time.After(2 * time.Second):
-			t.Fatal("no message within 2s")
-			return driver.Message{}
-		}
-	}
-	require.NoError(t, sub.Subscribe("released"))
-	assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "released"}, next())
-	for _, s := range srv {
-		_, err := s.Do("PUBLISH", "released", "x")
-		require.NoError(t, err)
-		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "released"}, next(), "published on %s", s.Addr())
-	}
-	require.NoError(t, sub.Close())
-	select {
-	case _, open := <-got:
-		assert.False(t, open, "Receive ends once closed")
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not end Receive")
-	}
-}
-
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

@@ -72,3 +72,26 @@ func TestContract_ClusterLock(t *testing.T) {
 		return m
 	})
 }
+
+// A cluster client subscribes with sharded pub/sub, one dedicated
+// connection per shard master, and its subscriptions end when a shard's
+// connection drops or a channel's slot moves: with rueidis' defaults
+// (RESP3), and over RESP2, which needs client-side caching off.
+func TestContract_ClusterPubSub(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		resp2 bool
+	}{{"resp3", false}, {"resp2", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			drivertest.RunClusterPubSub(t, func(t testing.TB, seeds []string) driver.Master {
+				client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, AlwaysRESP2: mode.resp2, DisableCache: mode.resp2})
+				require.NoError(t, err)
+				t.Cleanup(client.Close)
+				require.Equal(t, rueidis.ClientModeCluster, client.Mode())
+				m, err := rueidisdriver.New(client)
+				require.NoError(t, err)
+				return m
+			})
+		})
+	}
+}

@@ -89,8 +89,20 @@
 // is sent. A MOVED reply means the script did not run: the map is read
 // again and the call goes once more, to the new owner. ASK, TRYAGAIN and
 // CLUSTERDOWN replies are returned as errors (driver.Error): the script did
-// not run, which the lock counts as a missing vote. Subscriptions use
-// SUBSCRIBE on one of the masters, which hears a PUBLISH made on any node.
+// not run, which the lock counts as a missing vote.
+//
+// Releases are announced with sharded pub/sub (SPUBLISH, in the slot of
+// the lock key's channel), which keeps each announcement on its shard, and
+// Sharded reports true. A subscription holds one dedicated SSUBSCRIBE
+// connection per shard master, through that node's client, and sends each
+// channel to the master of its slot in the slot map. Its Receive fails, and
+// the lock subscribes again on a new subscription, when one of those
+// connections ends, when a master refuses a channel whose slot it no longer
+// owns (MOVED), and when a master drops a channel by itself, which Redis
+// does when the channel's slot moves to another master (an unasked
+// SUNSUBSCRIBE); the slot map is then read again before its next use. A
+// standalone or Sentinel client subscribes with classic pub/sub
+// (SUBSCRIBE), and Sharded reports false.
 //
 // # What it cannot do
 //

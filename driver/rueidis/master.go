@@ -37,9 +37,6 @@ type Master struct {
 	// cluster: the client is a Redis Cluster client, and slots its map.
 	cluster bool
 	slots   slotMap
-	// subscribed counts subscriptions, to spread them over a cluster's
-	// masters.
-	subscribed atomic.Uint64
 }
 
 var _ driver.Master = (*Master)(nil)
@@ -140,10 +137,11 @@ func nodeAddrs(client rueidis.Client) string {
 // Addr names the master in errors and logs: see WithAddr.
 func (m *Master) Addr() string { return m.addr }
 
-// Sharded reports false: releases are announced with PUBLISH, and a cluster
-// client's subscription listens with SUBSCRIBE on one of its masters, which
-// a Redis Cluster's PUBLISH reaches from any node.
-func (m *Master) Sharded() bool { return false }
+// Sharded reports whether the client is a cluster client: releases are then
+// announced with SPUBLISH, in the slot of the lock key's channel, and heard
+// by Subscribe's sharded subscriptions on that slot's master. Through a
+// standalone or Sentinel client they are announced with PUBLISH.
+func (m *Master) Sharded() bool { return m.cluster }
 
 // Close closes the client when WithCloseClient was given; otherwise it does
 // nothing, and the client stays the caller's to close. Subscriptions are

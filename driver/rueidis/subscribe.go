@@ -14,31 +14,27 @@ import (
 // errClosed ends Receive once the subscription is closed.
 var errClosed = errors.New("rueidisdriver: subscription closed")
 
-// Subscribe opens a connection of its own for release announcements, a
-// dedicated connection of the client's (Client.Dedicate), that no other
-// command shares: see driver.Master. rueidis opens it without a ctx, bounded
-// by the client's dial timeout; Subscribe returns at ctx's deadline all the
-// same, and a connection that arrives later is closed at once.
+// Subscribe opens a subscription for release announcements: see
+// driver.Master. It returns at ctx's deadline.
 //
-// On a cluster the connection goes to one of the masters, and subscribes
-// with SUBSCRIBE: a PUBLISH on any node of a cluster reaches the
-// subscribers on every node.
+// Through a standalone or Sentinel client it is a dedicated connection of
+// the client's (Client.Dedicate), that no other command shares, subscribed
+// with SUBSCRIBE.
+//
+// Through a cluster client it is sharded pub/sub (SSUBSCRIBE), as the lock
+// announces releases with SPUBLISH there (see Sharded): a dedicated
+// connection per shard master, through that master's node client
+// (Client.Nodes), opened as channels of its slots are subscribed. Receive
+// fails when one of them does, or when a master drops a channel because its
+// slot moved to another master, so that the lock subscribes again and
+// reaches the new owner.
 func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
-	target, err := m.pubsubNode(ctx)
+	if m.cluster {
+		return m.subscribeSharded(ctx)
+	}
+	dc, err := dedicatePubSub(ctx, m.client)
 	if err != nil {
 		return nil, err
-	}
-	got := make(chan rueidis.DedicatedClient, 1)
-	go func() {
-		dc, _ := target.Dedicate()
-		got <- dc
-	}()
-	var dc rueidis.DedicatedClient
-	select {
-	case dc = <-got:
-	case <-ctx.Done():
-		go func() { (<-got).Close() }()
-		return nil, ctx.Err()
 	}
 	s := &subscription{dc: dc, timeout: m.timeout, wake: make(chan struct{}, 1)}
 	s.ended = dc.SetPubSubHooks(rueidis.PubSubHooks{
@@ -62,25 +58,23 @@ func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
 	return s, nil
 }
 
-// pubsubNode returns the client to subscribe through: the client itself,
-// or on a cluster the client of one of its masters, taken in turn.
-func (m *Master) pubsubNode(ctx context.Context) (rueidis.Client, error) {
-	if !m.cluster {
-		return m.client, nil
+// dedicatePubSub takes a dedicated connection of client's for pub/sub.
+// rueidis opens it without a ctx, bounded by the client's dial timeout;
+// dedicatePubSub returns at ctx's deadline all the same, and a connection
+// that arrives later is closed at once.
+func dedicatePubSub(ctx context.Context, client rueidis.Client) (rueidis.DedicatedClient, error) {
+	got := make(chan rueidis.DedicatedClient, 1)
+	go func() {
+		dc, _ := client.Dedicate()
+		got <- dc
+	}()
+	select {
+	case dc := <-got:
+		return dc, nil
+	case <-ctx.Done():
+		go func() { (<-got).Close() }()
+		return nil, ctx.Err()
 	}
-	_, version := m.slots.owner(0)
-	if err := m.slots.refresh(ctx, m.client, version); err != nil {
-		return nil, err
-	}
-	masters := m.slots.masters()
-	nodes := m.client.Nodes()
-	for range masters {
-		addr := masters[int(m.subscribed.Add(1))%len(masters)]
-		if node, ok := nodes[addr]; ok {
-			return node, nil
-		}
-	}
-	return nil, errors.New("rueidisdriver: the client knows none of the cluster's masters")
 }
 
 // subscription is a dedicated rueidis connection with pub/sub hooks. The

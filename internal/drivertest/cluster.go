@@ -129,7 +129,7 @@ func setSlot(t *testing.T, c *redistest.Cluster, s int, to string) {
 // go to the master of their keys' slot, the restart guard's questions are
 // asked of that master by its address, MOVED and ASK are followed after a
 // slot migration and a failover, and release announcements travel over
-// sharded pub/sub on every shard.
+// sharded pub/sub on every shard (the subtests of RunClusterPubSub).
 func RunCluster(t *testing.T, newDriver NewCluster) {
 	clusters := redistest.StartClusters(t, 2, redistest.ClusterOptions{})
 	shared, moving := clusters[0], clusters[1]
@@ -206,48 +206,9 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
 	})
-	t.Run("ShardedSubscriptionOnEveryShard", func(t *testing.T) {
-		d := openCluster(t, shared, newDriver)
-		slots, masters := spread(t, shared)
-		sub, err := d.Subscribe(ctxFor(t, 5*time.Second))
-		require.NoError(t, err)
-		got, done := receive(sub)
-		var chans []string
-		for _, s := range slots {
-			chans = append(chans, keyIn(t, "release", s))
-		}
-		require.NoError(t, sub.Subscribe(chans...))
-		var confirmed []string
-		for range chans {
-			m := next(t, got)
-			assert.Equal(t, driver.Subscribed, m.Kind)
-			confirmed = append(confirmed, m.Channel)
-		}
-		assert.ElementsMatch(t, chans, confirmed)
-		for i, ch := range chans {
-			n, err := redistest.DoAt(masters[i], "SPUBLISH", ch, "x")
-			require.NoError(t, err)
-			assert.Equal(t, "1", n, "%s has a sharded subscriber for %s", masters[i], ch)
-			assert.Equal(t, driver.Message{Kind: driver.Published, Channel: ch}, next(t, got))
-		}
-		require.NoError(t, sub.Unsubscribe(chans[1]))
-		assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: chans[1]}, next(t, got))
-		n, err := redistest.DoAt(masters[1], "SPUBLISH", chans[1], "x")
-		require.NoError(t, err)
-		assert.Equal(t, "0", n, "unsubscribed on its master")
-		require.NoError(t, sub.Close())
-		select {
-		case err := <-done:
-			assert.Error(t, err, "Receive ends with an error once closed")
-		case <-time.After(2 * time.Second):
-			t.Fatal("Close did not end Receive")
-		}
-		for i, ch := range chans {
-			n, err := redistest.DoAt(masters[i], "SPUBLISH", ch, "x")
-			require.NoError(t, err)
-			assert.Equal(t, "0", n, "%s: closed", masters[i])
-		}
-	})
+	t.Run("ShardedSubscriptionOnEveryShard", func(t *testing.T) { shardedSubscriptionOnEveryShard(t, shared, newDriver) })
+	t.Run("ChannelsOfManySlotsOnOneShard", func(t *testing.T) { channelsOfManySlotsOnOneShard(t, shared, newDriver) })
+	t.Run("SubscriptionEndsWithAShardsConnection", func(t *testing.T) { subscriptionEndsWithAShardsConnection(t, shared, newDriver) })
 	t.Run("CloseEndsCalls", func(t *testing.T) {
 		d := newDriver(t, shared.Addrs())
 		key := keyIn(t, "close", 3)
@@ -317,36 +278,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{to}, rec.asked(), "the slot map was read again")
 	})
-	t.Run("SubscriptionEndsWhenItsSlotMoves", func(t *testing.T) {
-		d := openCluster(t, moving, newDriver)
-		const s = 200
-		from, err := moving.MasterFor(s)
-		require.NoError(t, err)
-		_, masters := spread(t, moving)
-		to := ""
-		for _, m := range masters {
-			if m != from {
-				to = m
-				break
-			}
-		}
-		sub, err := d.Subscribe(ctxFor(t, 5*time.Second))
-		require.NoError(t, err)
-		defer sub.Close()
-		got, done := receive(sub)
-		ch := keyIn(t, "release", s)
-		require.NoError(t, sub.Subscribe(ch))
-		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: ch}, next(t, got))
-		setSlot(t, moving, s, to)
-		select {
-		case err := <-done:
-			assert.Error(t, err, "the moved channel is reported, so that the caller subscribes again")
-		case m := <-got:
-			t.Fatalf("got %v, want Receive to fail", m)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the dropped subscription went unnoticed")
-		}
-	})
+	t.Run("SubscriptionEndsWhenItsSlotMoves", func(t *testing.T) { subscriptionEndsWhenItsSlotMoves(t, moving, newDriver) })
 	t.Run("FailoverIsANewServer", func(t *testing.T) {
 		c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1})
 		d := openCluster(t, c, newDriver)
@@ -381,33 +313,4 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		require.NoError(t, err)
 		assert.Equal(t, "w", v)
 	})
-}
-
-// receive runs sub.Receive in a goroutine until it fails, which the test
-// ends by closing sub.
-func receive(sub driver.Subscription) (<-chan driver.Message, <-chan error) {
-	got := make(chan driver.Message, 16)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			m, err := sub.Receive()
-			if err != nil {
-				done <- err
-				return
-			}
-			got <- m
-		}
-	}()
-	return got, done
-}
-
-func next(t *testing.T, got <-chan driver.Message) driver.Message {
-	t.Helper()
-	select {
-	case m := <-got:
-		return m
-	case <-time.After(2 * time.Second):
-		t.Fatal("no message within 2s")
-		return driver.Message{}
-	}
 }

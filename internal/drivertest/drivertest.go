@@ -178,6 +178,7 @@ func RunDriver(t *testing.T, newDriver New) {
 	})
 	t.Run("Subscription", func(t *testing.T) {
 		srv, ds := open(t, 1, newDriver)
+		assert.False(t, ds[0].Sharded(), "one master hears releases announced with PUBLISH")
 		sub, err := ds[0].Subscribe(ctxFor(t, 2*time.Second))
 		require.NoError(t, err)
 		got := make(chan driver.Message, 16)
