@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/chaos/check"
 	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -167,5 +168,13 @@ func TestExpectations_DoAutoExtend(t *testing.T) {
 		r := doResult(s)
 		tt.mutate(r)
 		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
+	}
+}
+
+func TestWarmUpKey_SharesTheKeysSlot(t *testing.T) {
+	for _, key := range []string{"chaos-01", "chaos-15b-0{abcde}", "{tag}x", "a}b", "x{}y"} {
+		w := warmUpKey(key)
+		assert.NotEqual(t, key, w)
+		assert.Equal(t, slot.Of(key), slot.Of(w), "%s and %s", key, w)
 	}
 }

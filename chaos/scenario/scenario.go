@@ -21,7 +21,10 @@ type Scenario struct {
 	Expected string
 
 	Nodes, Clients int
-	TTL            time.Duration
+	// Keys are the lock keys the clients contend for, each attempt on one
+	// at random; nil means the one key "chaos-<ID>".
+	Keys []string
+	TTL  time.Duration
 	// NodeTimeout is the clients' per-master timeout; 0 means 100ms, twice
 	// the library's default, so that a loaded test machine does not turn
 	// every scheduling hiccup into a timeout. The library caps it at TTL/10.
@@ -69,6 +72,15 @@ type Scenario struct {
 
 // Title is "04a restart-guard-off".
 func (s *Scenario) Title() string { return s.ID + " " + s.Name }
+
+// keys returns the lock keys of a run; the first is the one C4's liveness
+// check asks for.
+func (s *Scenario) keys() []string {
+	if len(s.Keys) > 0 {
+		return s.Keys
+	}
+	return []string{"chaos-" + s.ID}
+}
 
 // nodeTimeout returns the node timeout the clients use.
 func (s *Scenario) nodeTimeout() time.Duration {
