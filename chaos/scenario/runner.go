@@ -47,7 +47,10 @@ func direct(c cluster.Cluster) []string {
 // that went otherwise than expected is a Result with Problems.
 func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64, stores *Stores) (*Result, error) {
 	began := time.Now()
-	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence, Replicas: s.Replicas})
+	c, err := b.Start(ctx, tb, cluster.Spec{
+		Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence, Replicas: s.Replicas,
+		Shards: s.Shards, ShardReplicas: s.ShardReplicas,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +73,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	if err != nil {
 		return nil, fmt.Errorf("fenced store: %w", err)
 	}
-	env := &Env{Scenario: s, Cluster: rc, History: h, Gate: &workload.Gate{}, Store: store}
+	env := &Env{Scenario: s, Cluster: recordSharded(rc), History: h, Gate: &workload.Gate{}, Store: store}
 	if s.Setup != nil {
 		if err := s.Setup(ctx, env); err != nil {
 			return nil, fmt.Errorf("setup: %w", err)
