@@ -8,11 +8,13 @@
 // it and what each scenario shows. The packages:
 //
 //   - cluster: N Redis masters behind one Cluster interface, as docker
-//     containers or as local processes, with toxiproxy links per client.
+//     containers or as local processes, with toxiproxy links per client;
+//     or, on the process backend, N Redis Clusters whose shards fail over
+//     (Sharded).
 //   - history: what happened during a run, on one monotonic clock.
 //   - workload: the contending clients, the shared set and the fenced store.
 //   - check: the checkers C1 to C4.
 //   - report: the report table and the timeline pictures.
-//   - scenario: the ten scenarios, their expected outcomes, and the test that
+//   - scenario: the scenarios, their expected outcomes, and the test that
 //     runs them on every available backend.
 package chaos

@@ -20,7 +20,8 @@ type Fencing struct {
 
 // Fenced is checker C3. It replays the fenced store's writes in the order
 // the store decided them and flags each accepted write whose holder had been
-// superseded: a hold acquired later had an accepted write before it. The
+// superseded: a hold of the same key acquired later had an accepted write
+// before it (each key is a resource of its own, with its own fences). The
 // store's own rule (accept a fence at least as high as the highest seen)
 // stops such writes as long as fences grow with every acquisition; the
 // checker does not trust the rule, it checks the outcome.
@@ -32,7 +33,7 @@ func Fenced(holds []history.Hold, writes []history.Write) Fencing {
 	ws := slices.Clone(writes)
 	slices.SortFunc(ws, func(a, b history.Write) int { return cmp.Compare(a.Seq, b.Seq) })
 	f := Fencing{Writes: len(ws)}
-	newest, seen := history.Hold{}, false
+	newest := map[string]history.Hold{} // per key, the latest holder that wrote
 	for _, w := range ws {
 		if !w.Accepted {
 			f.Rejected++
@@ -40,12 +41,13 @@ func Fenced(holds []history.Hold, writes []history.Write) Fencing {
 		}
 		f.Accepted++
 		h := acquired[w.Hold]
-		if seen && h.ID != newest.ID && h.Acquired < newest.Acquired {
+		n, seen := newest[h.Key]
+		if seen && h.ID != n.ID && h.Acquired < n.Acquired {
 			f.Stale = append(f.Stale, w)
 			continue
 		}
-		if !seen || h.Acquired > newest.Acquired {
-			newest, seen = h, true
+		if !seen || h.Acquired > n.Acquired {
+			newest[h.Key] = h
 		}
 	}
 	return f

@@ -10,9 +10,12 @@ import (
 
 func TestFenced(t *testing.T) {
 	holds := []history.Hold{
-		{ID: 0, Client: 0, Acquired: 0, Fence: 1},
-		{ID: 1, Client: 1, Acquired: 100 * ms, Fence: 2},
-		{ID: 2, Client: 2, Acquired: 200 * ms, Fence: 2}, // a broken lock handed out fence 2 twice
+		{ID: 0, Client: 0, Key: "a", Acquired: 0, Fence: 1},
+		{ID: 1, Client: 1, Key: "a", Acquired: 100 * ms, Fence: 2},
+		{ID: 2, Client: 2, Key: "a", Acquired: 200 * ms, Fence: 2}, // a broken lock handed out fence 2 twice
+		// Another key, a resource of its own with fences of its own.
+		{ID: 3, Client: 2, Key: "b", Acquired: 50 * ms, Fence: 1},
+		{ID: 4, Client: 0, Key: "b", Acquired: 300 * ms, Fence: 2},
 	}
 	w := func(seq, hold int, accepted bool) history.Write {
 		return history.Write{Seq: seq, Hold: hold, Client: holds[hold].Client, Fence: holds[hold].Fence, Accepted: accepted}
@@ -36,6 +39,15 @@ func TestFenced(t *testing.T) {
 			name:   "two holders with one fence: the older one's late write gets through",
 			writes: []history.Write{w(0, 1, true), w(1, 2, true), w(2, 1, true)},
 			stale:  []int{2},
+		},
+		{
+			name:   "a key's holder writes after a later holder of another key",
+			writes: []history.Write{w(0, 0, true), w(1, 1, true), w(2, 3, true), w(3, 1, true)},
+		},
+		{
+			name:   "a superseded holder of one key among the writes of another",
+			writes: []history.Write{w(0, 3, true), w(1, 0, true), w(2, 4, true), w(3, 1, true), w(4, 3, true)},
+			stale:  []int{4},
 		},
 		{
 			name:   "seq order wins over the order of the slice",

@@ -21,15 +21,28 @@ const maxScanRounds = 10_000
 // error per master that did not (a master the scenario left down is not a
 // failure of the check).
 func Scan(ctx context.Context, addrs []string) ([]KeyState, []error) {
+	nodes := make([][]string, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = []string{a}
+	}
+	return ScanShards(ctx, nodes)
+}
+
+// ScanShards is Scan for nodes of several masters each, as a node that is
+// a Redis Cluster has one per shard: nodes[i] lists node i's masters, and
+// a key found on any of them is node i's.
+func ScanShards(ctx context.Context, nodes [][]string) ([]KeyState, []error) {
 	var keys []KeyState
 	var errs []error
-	for i, a := range addrs {
-		ks, err := scanNode(ctx, i, a)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("scan node %d (%s): %w", i, a, err))
-			continue
+	for i, masters := range nodes {
+		for _, a := range masters {
+			ks, err := scanNode(ctx, i, a)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("scan node %d (%s): %w", i, a, err))
+				continue
+			}
+			keys = append(keys, ks...)
 		}
-		keys = append(keys, ks...)
 	}
 	return keys, errs
 }

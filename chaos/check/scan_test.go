@@ -67,3 +67,25 @@ func TestScan_DeadMaster_ReportsItApart(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].Error(), "node 1")
 }
+
+// TestScanShards_KeysOfEveryMasterAreTheNodes scans a node of two masters,
+// as a Redis Cluster of two shards would be, beside a node of one.
+func TestScanShards_KeysOfEveryMasterAreTheNodes(t *testing.T) {
+	servers := redistest.Start(t, 3, redistest.Ephemeral)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, key := range []string{"lock-a", "lock-b", "lock-c"} {
+		conn, err := redis.DialContext(ctx, "tcp", servers[i].Addr())
+		require.NoError(t, err)
+		_, err = conn.Do("SET", key, "token", "PX", 60000)
+		conn.Close()
+		require.NoError(t, err)
+	}
+	keys, errs := ScanShards(ctx, [][]string{{servers[0].Addr(), servers[1].Addr()}, {servers[2].Addr()}})
+	require.Empty(t, errs)
+	got := map[string]int{}
+	for _, k := range keys {
+		got[k.Key] = k.Node
+	}
+	assert.Equal(t, map[string]int{"lock-a": 0, "lock-b": 0, "lock-c": 1}, got)
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -98,6 +99,13 @@ type Spec struct {
 	// the cluster and in sync with its master, for DetachReplica and
 	// Failover. The replicas keep no data across a restart.
 	Replicas []int
+	// Shards, when positive, makes every node a Redis Cluster of that many
+	// shard masters (at least 3) instead of one master: the Cluster is
+	// then a Sharded. The process backend only; see Sharded.
+	Shards int
+	// ShardReplicas is the number of replicas of each shard master, for
+	// FailoverShard.
+	ShardReplicas int
 }
 
 func (s Spec) validate() error {
@@ -111,6 +119,17 @@ func (s Spec) validate() error {
 		if n < 0 || n >= s.Nodes {
 			return fmt.Errorf("cluster: replica of node %d, out of range [0, %d)", n, s.Nodes)
 		}
+	}
+	switch {
+	case s.Shards == 0 && s.ShardReplicas != 0:
+		return fmt.Errorf("cluster: %d replicas per shard without shards", s.ShardReplicas)
+	case s.Shards == 0:
+	case s.Shards < 3:
+		return fmt.Errorf("cluster: Redis Clusters of %d shards; redis-cli creates them with 3 or more", s.Shards)
+	case s.ShardReplicas < 0:
+		return fmt.Errorf("cluster: %d replicas per shard; want 0 or more", s.ShardReplicas)
+	case len(s.Replicas) > 0:
+		return errors.New("cluster: Replicas are for standalone masters; a Redis Cluster's shards take ShardReplicas")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, KnownLeaks()...) }
@@ -262,4 +265,80 @@ func TestSplitImage(t *testing.T) {
 		assert.Equal(t, tt.repo, repo, tt.in)
 		assert.Equal(t, tt.tag, tag, tt.in)
 	}
+}
+
+// TestCluster_Sharded checks, on the process backend, that nodes can be
+// Redis Clusters, and that a shard's replica cut off by LagReplicas lacks
+// what its master wrote afterwards once FailoverShard has promoted it, as
+// the cluster failover scenario needs. The docker backend refuses such
+// nodes.
+func TestCluster_Sharded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := Spec{Nodes: 2, Clients: 2, Shards: 3, ShardReplicas: 1}
+	if d, err := pingDocker(ctx); err == nil {
+		d.Client.HTTPClient.CloseIdleConnections()
+		if os.Getenv(BackendEnv) != "process" {
+			dk, err := NewDocker(ctx, t)
+			require.NoError(t, err)
+			_, err = dk.Start(ctx, t, spec)
+			assert.ErrorIs(t, err, ErrUnsupported)
+		}
+	}
+	c, err := Process{}.Start(ctx, t, spec)
+	require.NoError(t, err)
+	s, ok := c.(Sharded)
+	require.True(t, ok, "a cluster of Redis Clusters is a Sharded")
+	require.Equal(t, 2, s.Size())
+	for n := range 2 {
+		assert.True(t, strings.HasPrefix(s.Direct(n), "redis+cluster://"), s.Direct(n))
+		assert.Equal(t, s.Direct(n), s.Addrs(0)[n], "no links: every client gets the cluster's URL")
+		assert.Equal(t, s.Direct(n), s.Addrs(1)[n])
+		ms, err := s.Masters(n)
+		require.NoError(t, err)
+		assert.Len(t, ms, 3)
+	}
+	for _, err := range []error{
+		s.Kill(ctx, 0), s.Pause(ctx, 0), s.Failover(ctx, 0),
+		s.Impair(ctx, Link{Client: 0, Node: 0}, Impairment{Kind: Reject}),
+	} {
+		assert.ErrorIs(t, err, ErrUnsupported)
+	}
+
+	const at = 100 // the slot of the keys below
+	tag, err := slot.TagFor(at)
+	require.NoError(t, err)
+	before, after := "before{"+tag+"}", "after{"+tag+"}"
+	master, err := s.MasterFor(0, at)
+	require.NoError(t, err)
+	_, err = cmd(t, master, 2*time.Second, "SET", before, "v")
+	require.NoError(t, err)
+	require.NoError(t, s.LagReplicas(ctx, 0, at))
+	_, err = cmd(t, master, 2*time.Second, "SET", after, "v")
+	require.NoError(t, err)
+	other, err := s.MasterFor(1, at)
+	require.NoError(t, err)
+
+	killed, promoted, err := s.FailoverShard(ctx, 0, at)
+	require.NoError(t, err)
+	assert.Equal(t, master, killed)
+	assert.NotEqual(t, killed, promoted)
+	now, err := s.MasterFor(0, at)
+	require.NoError(t, err)
+	assert.Equal(t, promoted, now, "the promoted replica owns the slot")
+	v, err := redis.String(cmd(t, promoted, 2*time.Second, "GET", before))
+	assert.NoError(t, err)
+	assert.Equal(t, "v", v, "the replica had what was written before it was cut off")
+	_, err = redis.String(cmd(t, promoted, 2*time.Second, "GET", after))
+	assert.ErrorIs(t, err, redis.ErrNil, "and lacks what came after")
+	info, err := redis.String(cmd(t, promoted, 2*time.Second, "INFO", "replication"))
+	require.NoError(t, err)
+	assert.Contains(t, info, "role:master")
+	assert.NotContains(t, info, "master_replid2:0000000000000000000000000000000000000000", "it shows it was promoted")
+	_, err = cmd(t, killed, 300*time.Millisecond, "PING")
+	assert.Error(t, err, "the old master is gone")
+	still, err := s.MasterFor(1, at)
+	require.NoError(t, err)
+	assert.Equal(t, other, still, "the other node did not fail over")
+	require.Error(t, s.LagReplicas(ctx, 0, at), "the promoted master has no replica left")
 }

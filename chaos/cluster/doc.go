@@ -14,6 +14,10 @@
 // different majority. A master may have a replica, which a failover puts
 // behind the master's proxies in its place.
 //
+// On the process backend, each node may instead be a Redis Cluster of
+// shard masters with replicas (Spec.Shards, Sharded), for the failover of
+// one shard to a replica that lags.
+//
 // Clusters are test fixtures: they take a testing.TB and register their
 // removal with its Cleanup, so nothing outlives a failed test.
 package cluster

@@ -79,10 +79,18 @@ func (d *Docker) Image() (name string, built bool) { return d.image.String(), d.
 // Start creates a private network and spec.Nodes containers on it, each
 // publishing its port on a fixed loopback port so that a restarted container
 // comes back at the same address, and the clients' links to them. Their
-// removal is registered with tb.Cleanup.
+// removal is registered with tb.Cleanup. Nodes that are Redis Clusters
+// (spec.Shards) are not supported.
 func (d *Docker) Start(ctx context.Context, tb testing.TB, spec Spec) (Cluster, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
+	}
+	if spec.Shards > 0 {
+		// A cluster tells its clients the addresses its nodes announce:
+		// here those of the private network, which the test process does
+		// not reach. Each node would have to announce its published
+		// loopback ports (cluster-announce-ip, -port and -bus-port).
+		return nil, fmt.Errorf("cluster: nodes that are Redis Clusters on the docker backend: %w", ErrUnsupported)
 	}
 	// Runs after the containers and the network are gone, so that no
 	// keep-alive connection of this cluster's requests outlives it.

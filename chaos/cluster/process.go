@@ -18,11 +18,15 @@ type Process struct{}
 // Name returns "process".
 func (Process) Name() string { return "process" }
 
-// Start starts spec.Nodes servers and the clients' links to them. Their
-// removal is registered with tb.Cleanup.
+// Start starts spec.Nodes servers and the clients' links to them, or with
+// spec.Shards spec.Nodes Redis Clusters (a Sharded). Their removal is
+// registered with tb.Cleanup.
 func (Process) Start(ctx context.Context, tb testing.TB, spec Spec) (Cluster, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
+	}
+	if spec.Shards > 0 {
+		return startSharded(tb, spec), nil
 	}
 	servers := redistest.Start(tb, spec.Nodes, persistence(spec.Persistence))
 	replicas := map[int]*redistest.Server{}

@@ -11,6 +11,7 @@ const AllClients = -1
 type Attempt struct {
 	Client     int
 	Worker     int           // the goroutine of the client that made it
+	Key        string        // the lock key it asked for
 	Token      string        // the token the attempt used
 	Start, End time.Duration // on the run's clock
 	OK         bool
@@ -79,8 +80,9 @@ func (h Hold) End() time.Duration {
 
 // Write is one write to the fenced store.
 type Write struct {
-	Seq      int // the order in which the store handled it
-	Hold     int // the Hold.ID of the writer
+	Seq      int    // the order in which the store handled it
+	Key      string // the resource written: the writer's lock key
+	Hold     int    // the Hold.ID of the writer
 	Client   int
 	Fence    int64
 	At       time.Duration

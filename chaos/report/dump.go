@@ -22,21 +22,21 @@ func Dump(w io.Writer, rec history.Record) error {
 	for _, n := range rec.Notes {
 		p("%v\t%s", n.At, n.Text)
 	}
-	p("# holds: id client worker fence acquired until released caught skipped extend-error release-error token [do: lost masters]")
+	p("# holds: id client worker key fence acquired until released caught skipped extend-error release-error token [do: lost masters]")
 	for _, h := range rec.Holds {
 		do := ""
 		if h.ByDo {
 			do = fmt.Sprintf("\tdo: lost %v masters %v", h.Lost, h.Masters)
 		}
-		p("%d\t%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s%s", h.ID, h.Client, h.Worker, h.Fence, h.Acquired, h.Until, h.Released, h.Caught, h.Skipped, h.ExtendErr, h.ReleaseErr, h.Token, do)
+		p("%d\t%d\t%d\t%s\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t%v\t%s%s", h.ID, h.Client, h.Worker, h.Key, h.Fence, h.Acquired, h.Until, h.Released, h.Caught, h.Skipped, h.ExtendErr, h.ReleaseErr, h.Token, do)
 	}
-	p("# fenced writes: seq hold client fence at accepted")
+	p("# fenced writes: seq key hold client fence at accepted")
 	for _, x := range rec.Writes {
-		p("%d\t%d\t%d\t%d\t%v\t%v", x.Seq, x.Hold, x.Client, x.Fence, x.At, x.Accepted)
+		p("%d\t%s\t%d\t%d\t%d\t%v\t%v", x.Seq, x.Key, x.Hold, x.Client, x.Fence, x.At, x.Accepted)
 	}
-	p("# attempts: client worker start end ok token error")
+	p("# attempts: client worker key start end ok token error")
 	for _, a := range rec.Attempts {
-		p("%d\t%d\t%v\t%v\t%v\t%s\t%v", a.Client, a.Worker, a.Start, a.End, a.OK, a.Token, a.Err)
+		p("%d\t%d\t%s\t%v\t%v\t%v\t%s\t%v", a.Client, a.Worker, a.Key, a.Start, a.End, a.OK, a.Token, a.Err)
 	}
 	return b.Flush()
 }

@@ -33,6 +33,10 @@ func style(kind string) kindStyle {
 		return kindStyle{"#48c9b0", "replica detached (lags from here)"}
 	case "failover":
 		return kindStyle{"#117864", "failover to the replica"}
+	case "replica lags":
+		return kindStyle{"#76d7c4", "a shard's replicas cut off (lag)"}
+	case "shard killed":
+		return kindStyle{"#cb4335", "a shard master killed, until its replica took over"}
 	}
 	return kindStyle{"#7f8c8d", kind}
 }

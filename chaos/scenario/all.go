@@ -6,5 +6,6 @@ func All() []*Scenario {
 	out = append(out, restarts()...)
 	out = append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension())
 	out = append(out, failovers()...)
-	return append(out, clientPauseUnguarded())
+	out = append(out, clientPauseUnguarded())
+	return append(out, clusterFailovers()...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/chaos/check"
 	"github.com/quorumlock/quorumlock/chaos/history"
+	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -167,5 +168,65 @@ func TestExpectations_DoAutoExtend(t *testing.T) {
 		r := doResult(s)
 		tt.mutate(r)
 		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
+	}
+}
+
+// clusterResult is a run of scenario 15 that went as expected with the
+// guard on: the other shards' keys locked while the failed-over shards were
+// out, the failed-over key went to another client afterwards, and the
+// frozen holder's late write was refused.
+func clusterResult(s *Scenario) *Result {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	failed, other := s.Keys[0], s.Keys[1]
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
+		"n0 failed over": sec(3), "failed over": sec(5), "rejoined": sec(14),
+	}}
+	r.Record.Holds = []history.Hold{
+		{ID: 0, Client: 0, Key: failed, Fence: 5, Acquired: sec(1), Until: sec(11), Released: sec(14.5), Caught: true, Done: true},
+		{ID: 1, Client: 1, Key: other, Fence: 2, Acquired: sec(4), Until: sec(14), Released: sec(4.1), Done: true},
+		{ID: 2, Client: 2, Key: other, Fence: 3, Acquired: sec(6), Until: sec(16), Released: sec(6.1), Done: true},
+		{ID: 3, Client: 3, Key: other, Fence: 4, Acquired: sec(9), Until: sec(19), Released: sec(9.1), Done: true},
+		{ID: 4, Client: 1, Key: failed, Fence: 9, Acquired: sec(14), Until: sec(24), Released: sec(14.1), Done: true},
+	}
+	r.Record.Writes = []history.Write{
+		{Seq: 0, Hold: 4, Client: 1, Fence: 9, Accepted: true},
+		{Seq: 1, Hold: 0, Client: 0, Fence: 5, Accepted: false},
+	}
+	return r
+}
+
+func TestExpectations_ClusterFailover(t *testing.T) {
+	off, on := clusterFailovers()[0], clusterFailovers()[1]
+	overlapOn := func(key string) []check.Violation {
+		return []check.Violation{{Key: key, First: history.Hold{ID: 0, Key: key}, Second: history.Hold{ID: 1, Client: 1, Key: key}, Overlap: time.Second}}
+	}
+	tests := []struct {
+		name   string
+		s      *Scenario
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"guard off: two holders of the failed-over key", off, func(r *Result) { r.C1 = overlapOn(off.Keys[0]) }, false},
+		{"guard off: no double holder", off, func(r *Result) { r.C1 = nil }, true},
+		{"guard off: two holders of a spared shard's key", off, func(r *Result) { r.C1 = overlapOn(off.Keys[2]) }, true},
+		{"guard on: as expected", on, func(r *Result) {}, false},
+		{"guard on: two holders", on, func(r *Result) { r.C1 = overlapOn(on.Keys[0]) }, true},
+		{"guard on: the late write accepted", on, func(r *Result) { r.Record.Writes[1].Accepted = true }, true},
+		{"guard on: the other shards' keys did not lock", on, func(r *Result) { r.Record.Holds = r.Record.Holds[:2] }, true},
+		{"guard on: the key never granted again", on, func(r *Result) { delete(r.Marks, "rejoined") }, true},
+		{"guard on: no relock after the run", on, func(r *Result) { r.Live.OK = false }, true},
+	}
+	for _, tt := range tests {
+		r := clusterResult(tt.s)
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(tt.s.Expect(r)) > 0, "%s: %v", tt.name, tt.s.Expect(r))
+	}
+}
+
+func TestWarmUpKey_SharesTheKeysSlot(t *testing.T) {
+	for _, key := range []string{"chaos-01", "chaos-15b-0{abcde}", "{tag}x", "a}b", "x{}y"} {
+		w := warmUpKey(key)
+		assert.NotEqual(t, key, w)
+		assert.Equal(t, slot.Of(key), slot.Of(w), "%s and %s", key, w)
 	}
 }

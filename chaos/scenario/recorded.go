@@ -187,3 +187,61 @@ func (r *recorded) healAll(ctx context.Context) error {
 	}
 	return nil
 }
+
+// recordedSharded is a recorded Sharded: its shard faults are drawn into
+// the history too.
+type recordedSharded struct {
+	*recorded
+	s cluster.Sharded
+
+	mu      sync.Mutex
+	lagging map[[2]int]int // node, slot -> open fault: replicas cut off
+}
+
+// recordSharded wraps r when its cluster's nodes are Redis Clusters, and
+// returns r as it is otherwise.
+func recordSharded(r *recorded) cluster.Cluster {
+	s, ok := r.Cluster.(cluster.Sharded)
+	if !ok {
+		return r
+	}
+	return &recordedSharded{recorded: r, s: s, lagging: map[[2]int]int{}}
+}
+
+func (r *recordedSharded) Masters(node int) ([]string, error) { return r.s.Masters(node) }
+
+func (r *recordedSharded) MasterFor(node, slot int) (string, error) {
+	return r.s.MasterFor(node, slot)
+}
+
+// LagReplicas draws a band on the node from now until the shard fails over.
+func (r *recordedSharded) LagReplicas(ctx context.Context, node, slot int) error {
+	id, err := r.begin(node, history.AllClients, "replica lags", fmt.Sprintf("n%d: slot %d's replicas cut off", node, slot),
+		func() error { return r.s.LagReplicas(ctx, node, slot) })
+	if err == nil {
+		r.mu.Lock()
+		r.lagging[[2]int{node, slot}] = id
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// FailoverShard draws the time from the kill to the promotion as a band on
+// the node, and the promotion as an instant.
+func (r *recordedSharded) FailoverShard(ctx context.Context, node, slot int) (string, string, error) {
+	id := r.h.FaultStart(node, history.AllClients, "shard killed", fmt.Sprintf("n%d: slot %d's master killed", node, slot))
+	killed, promoted, err := r.s.FailoverShard(ctx, node, slot)
+	r.h.FaultEnd(id)
+	r.mu.Lock()
+	lag, ok := r.lagging[[2]int{node, slot}]
+	delete(r.lagging, [2]int{node, slot})
+	r.mu.Unlock()
+	if ok {
+		r.h.FaultEnd(lag)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	r.h.Instant(node, "failover", fmt.Sprintf("n%d: slot %d failed over to a replica", node, slot))
+	return killed, promoted, nil
+}

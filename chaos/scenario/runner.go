@@ -13,6 +13,7 @@ import (
 	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/history"
 	"github.com/quorumlock/quorumlock/chaos/workload"
+	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -46,13 +47,16 @@ func direct(c cluster.Cluster) []string {
 // that went otherwise than expected is a Result with Problems.
 func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, seed uint64, stores *Stores) (*Result, error) {
 	began := time.Now()
-	c, err := b.Start(ctx, tb, cluster.Spec{Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence, Replicas: s.Replicas})
+	c, err := b.Start(ctx, tb, cluster.Spec{
+		Nodes: s.Nodes, Clients: s.Clients, Persistence: s.Persistence, Replicas: s.Replicas,
+		Shards: s.Shards, ShardReplicas: s.ShardReplicas,
+	})
 	if err != nil {
 		return nil, err
 	}
 	h := history.New()
 	rc := record(c, h)
-	key := "chaos-" + s.ID
+	keys := s.keys()
 	clients := make([]*redlock.Client, s.Clients)
 	for i := range clients {
 		if clients[i], err = newClient(c.Addrs(i), s, h, i); err != nil {
@@ -65,31 +69,31 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	if s.Unguarded {
 		newStore = workload.NewUnguarded
 	}
-	store, err := newStore(ctx, h, db.DB, db.Dialect, key)
+	store, err := newStore(ctx, h, db.DB, db.Dialect)
 	if err != nil {
 		return nil, fmt.Errorf("fenced store: %w", err)
 	}
-	env := &Env{Scenario: s, Cluster: rc, History: h, Gate: &workload.Gate{}, Store: store}
+	env := &Env{Scenario: s, Cluster: recordSharded(rc), History: h, Gate: &workload.Gate{}, Store: store}
 	if s.Setup != nil {
 		if err := s.Setup(ctx, env); err != nil {
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 	}
 	if s.WarmUp {
-		if err := warmUp(ctx, clients, key+"-warmup", s.TTL); err != nil {
+		if err := warmUp(ctx, clients, keys, s.TTL); err != nil {
 			return nil, err
 		}
 	}
 	set := &workload.Set{}
 	masters := direct(c)
 	w, err := workload.New(workload.Config{
-		Key: key, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
+		Keys: keys, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
 		Seed: seed, MaxOps: maxOps, Pause: 20 * time.Millisecond, Backoff: 30 * time.Millisecond,
 		CatchBound: 4*s.TTL + 2*time.Second,
 
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
 		HoldFor: s.HoldFor, Step: doStep, LateWrite: s.LateWrite, Stagger: s.Stagger,
-		FenceOf: fenceReader(masters, key, clients[0].Quorum()),
+		FenceOf: fenceReader(masters, keys[0], clients[0].Quorum()),
 	})
 	if err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	r.C4, r.ScanErrs, r.ScanAt, r.Live = residueAndLiveness(ctx, env, s)
 	r.Record = h.Snapshot()
 	r.C1 = check.Exclusion(r.Record.Holds)
-	r.C2 = check.Lost(r.Record.Acked, set.Read())
+	r.C2 = check.Lost(r.Record.Acked, set.All())
 	r.C3 = check.Fenced(r.Record.Holds, r.Record.Writes)
 	r.Problems = append(r.Problems, storeAgrees(ctx, store, r.Record.Writes)...)
 	r.Attempts, r.Locks = len(r.Record.Attempts), len(r.Record.Holds)
@@ -153,21 +157,38 @@ func newClient(addrs []string, s *Scenario, h *history.History, i int) (*redlock
 	return redlock.NewFromAddrs(addrs, opts...)
 }
 
-// warmUp has every client take and release the lock once, so that runs with
-// the restart guard on begin with masters old enough to vote.
-func warmUp(ctx context.Context, clients []*redlock.Client, key string, ttl time.Duration) error {
+// warmUp has every client take and release a lock in the slot of each key
+// once, so that runs with the restart guard on begin with masters old
+// enough to vote: where a node is a Redis Cluster, the guard judges each
+// key by the shard master that owns its slot.
+func warmUp(ctx context.Context, clients []*redlock.Client, keys []string, ttl time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, warmUpLimit)
 	defer cancel()
 	for i, c := range clients {
-		l, err := c.Lock(ctx, key, ttl)
-		if err != nil {
-			return fmt.Errorf("warm-up of client %d: %w", i, err)
-		}
-		if err := l.Release(ctx); err != nil {
-			return fmt.Errorf("warm-up of client %d: release: %w", i, err)
+		for _, k := range keys {
+			l, err := c.Lock(ctx, warmUpKey(k), ttl)
+			if err != nil {
+				return fmt.Errorf("warm-up of client %d: %w", i, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				return fmt.Errorf("warm-up of client %d: release: %w", i, err)
+			}
 		}
 	}
 	return nil
+}
+
+// warmUpKey returns a key of key's hash slot other than key: with key's
+// own hash tag, with key itself made the tag, or with a tag of the slot.
+func warmUpKey(key string) string {
+	s := slot.Of(key)
+	for _, k := range []string{key + "-warmup", "{" + key + "}-warmup"} {
+		if slot.Of(k) == s {
+			return k
+		}
+	}
+	tag, _ := slot.TagFor(s) // s is a valid slot
+	return "{" + tag + "}" + key + "-warmup"
 }
 
 // residueAndLiveness is checker C4. It waits until one TTL has passed since
@@ -198,7 +219,7 @@ func residueAndLiveness(ctx context.Context, e *Env, s *Scenario) (check.Residue
 	lctx, cancel := context.WithTimeout(ctx, live.Bound)
 	defer cancel()
 	start := time.Now()
-	l, err := c.Lock(lctx, "chaos-"+s.ID, s.TTL)
+	l, err := c.Lock(lctx, s.keys()[0], s.TTL)
 	live.Took = time.Since(start)
 	if err != nil {
 		live.Err = err
@@ -226,9 +247,11 @@ func latencies(as []history.Attempt) (p50, p99 time.Duration) {
 }
 
 // storeAgrees checks that the fenced store's database committed exactly
-// the writes the history lists as accepted, in the same order, and that no
-// write failed for another reason than a stale fence: C3 replays the
-// history, so it must be what the database decided.
+// the writes the history lists as accepted, in the same order for each
+// key, and that no write failed for another reason than a stale fence: C3
+// replays the history, so it must be what the database decided. The order
+// across keys is not compared: each key is a resource of its own, and the
+// database commits writes to different ones at once.
 func storeAgrees(ctx context.Context, store *workload.Fenced, writes []history.Write) []string {
 	var out []string
 	for _, err := range store.Errs() {
@@ -238,14 +261,28 @@ func storeAgrees(ctx context.Context, store *workload.Fenced, writes []history.W
 	if err != nil {
 		return append(out, fmt.Sprintf("C3: reading the fenced store's log: %v", err))
 	}
-	var accepted []history.Write
+	listed, logged := map[string][]history.Write{}, map[string][]history.Write{}
+	var keys []string
 	for _, w := range writes {
 		if w.Accepted {
-			accepted = append(accepted, history.Write{Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
+			if _, ok := listed[w.Key]; !ok {
+				keys = append(keys, w.Key)
+			}
+			listed[w.Key] = append(listed[w.Key], history.Write{Key: w.Key, Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
 		}
 	}
-	if !slices.Equal(accepted, committed) {
-		out = append(out, fmt.Sprintf("C3: the history lists %d accepted writes, the database committed %d, or in another order", len(accepted), len(committed)))
+	for _, w := range committed {
+		if _, ok := listed[w.Key]; !ok {
+			if _, ok := logged[w.Key]; !ok {
+				keys = append(keys, w.Key)
+			}
+		}
+		logged[w.Key] = append(logged[w.Key], w)
+	}
+	for _, k := range keys {
+		if !slices.Equal(listed[k], logged[k]) {
+			out = append(out, fmt.Sprintf("C3: the history lists %d accepted writes to %s, the database committed %d, or in another order", len(listed[k]), k, len(logged[k])))
+		}
 	}
 	return out
 }

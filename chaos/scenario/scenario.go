@@ -21,7 +21,14 @@ type Scenario struct {
 	Expected string
 
 	Nodes, Clients int
-	TTL            time.Duration
+	// Shards, when positive, makes every node a Redis Cluster of that many
+	// shard masters, each with ShardReplicas replicas (the process backend
+	// only; see cluster.Sharded).
+	Shards, ShardReplicas int
+	// Keys are the lock keys the clients contend for, each attempt on one
+	// at random; nil means the one key "chaos-<ID>".
+	Keys []string
+	TTL  time.Duration
 	// NodeTimeout is the clients' per-master timeout; 0 means 100ms, twice
 	// the library's default, so that a loaded test machine does not turn
 	// every scheduling hiccup into a timeout. The library caps it at TTL/10.
@@ -69,6 +76,15 @@ type Scenario struct {
 
 // Title is "04a restart-guard-off".
 func (s *Scenario) Title() string { return s.ID + " " + s.Name }
+
+// keys returns the lock keys of a run; the first is the one C4's liveness
+// check asks for.
+func (s *Scenario) keys() []string {
+	if len(s.Keys) > 0 {
+		return s.Keys
+	}
+	return []string{"chaos-" + s.ID}
+}
 
 // nodeTimeout returns the node timeout the clients use.
 func (s *Scenario) nodeTimeout() time.Duration {
@@ -135,9 +151,25 @@ func (e *Env) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Scan lists the lock keys on every master that answers, past every link
-// fault, and the failed attempts' tokens among them.
+// fault (on every shard master where the nodes are Redis Clusters), and the
+// failed attempts' tokens among them.
 func (e *Env) Scan(ctx context.Context) (check.Residue, []error) {
-	keys, errs := check.Scan(ctx, direct(e.Cluster))
+	var keys []check.KeyState
+	var errs []error
+	if sh, ok := e.Cluster.(cluster.Sharded); ok {
+		nodes := make([][]string, sh.Size())
+		for n := range nodes {
+			ms, err := sh.Masters(n)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("scan node %d: %w", n, err))
+			}
+			nodes[n] = ms
+		}
+		ks, serrs := check.ScanShards(ctx, nodes)
+		keys, errs = ks, append(errs, serrs...)
+	} else {
+		keys, errs = check.Scan(ctx, direct(e.Cluster))
+	}
 	rec := e.History.Snapshot()
 	return check.Leftovers(keys, rec.FailedTokens()), errs
 }

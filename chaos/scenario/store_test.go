@@ -19,11 +19,11 @@ func TestStoreAgrees_FiresWhenTheHistoryIsNotTheDatabases(t *testing.T) {
 	ctx := context.Background()
 	h := history.New()
 	d := sqltest.SQLite(t)
-	store, err := workload.NewFenced(ctx, h, d.DB, d.Dialect, "r")
+	store, err := workload.NewFenced(ctx, h, d.DB, d.Dialect)
 	require.NoError(t, err)
-	require.True(t, store.Write(0, 0, 5))
-	require.True(t, store.Write(1, 1, 7))
-	require.False(t, store.Write(2, 0, 6))
+	require.True(t, store.Write("r", 0, 0, 5))
+	require.True(t, store.Write("r", 1, 1, 7))
+	require.False(t, store.Write("r", 2, 0, 6))
 	writes := h.Snapshot().Writes
 	assert.Empty(t, storeAgrees(ctx, store, writes), "the history as recorded")
 
@@ -40,4 +40,16 @@ func TestStoreAgrees_FiresWhenTheHistoryIsNotTheDatabases(t *testing.T) {
 	for name, ws := range tests {
 		assert.NotEmpty(t, storeAgrees(ctx, store, ws), name)
 	}
+
+	// Writes to another key: the database may commit them in any order
+	// with the first key's, never out of order within a key.
+	require.True(t, store.Write("s", 3, 2, 1))
+	require.True(t, store.Write("s", 4, 3, 2))
+	writes = h.Snapshot().Writes
+	assert.Empty(t, storeAgrees(ctx, store, writes), "the history as recorded")
+	assert.Empty(t, storeAgrees(ctx, store, []history.Write{writes[3], writes[0], writes[4], writes[1], writes[2]}),
+		"the keys' writes interleaved otherwise")
+	assert.NotEmpty(t, storeAgrees(ctx, store, []history.Write{writes[0], writes[1], writes[2], writes[4], writes[3]}),
+		"one key's writes swapped")
+	assert.NotEmpty(t, storeAgrees(ctx, store, writes[:4]), "one key's write missing")
 }

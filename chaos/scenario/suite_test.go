@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,6 +58,10 @@ func TestScenarios(t *testing.T) {
 					t.Cleanup(func() { goleak.VerifyNone(t, append(cluster.KnownLeaks(), ignore)...) })
 					progressStart(os.Stdout, b.Name(), s)
 					r, err := Run(ctx, t, b, s, seed, stores)
+					if errors.Is(err, cluster.ErrUnsupported) {
+						fmt.Printf("chaos [%s] %s: skipped: %v\n", b.Name(), s.Title(), err)
+						t.Skip(err)
+					}
 					require.NoError(t, err)
 					rows = append(rows, r.Row())
 					progressEnd(os.Stdout, r)

@@ -26,7 +26,7 @@ func (w *Workload) do(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	// The bound covers the wait, the hold, and a late write after a loss.
 	dctx, cancel := context.WithTimeout(ctx, w.cfg.Wait+w.cfg.HoldFor+w.cfg.CatchBound)
 	defer cancel()
-	err := w.cfg.Clients[i].Do(dctx, w.cfg.Key, w.cfg.TTL, func(fctx context.Context) error {
+	err := w.cfg.Clients[i].Do(dctx, w.cfg.Keys[0], w.cfg.TTL, func(fctx context.Context) error {
 		id = w.hold(fctx, i, k, rng, start)
 		if fctx.Err() != nil {
 			return context.Cause(fctx)
@@ -34,7 +34,7 @@ func (w *Workload) do(ctx context.Context, i, k int, rng *rand.Rand) bool {
 		return nil
 	})
 	if id < 0 {
-		h.Attempt(history.Attempt{Client: i, Worker: k, Start: start, End: h.Now(), Err: err})
+		h.Attempt(history.Attempt{Client: i, Worker: k, Key: w.cfg.Keys[0], Start: start, End: h.Now(), Err: err})
 		return false
 	}
 	h.UpdateHold(id, func(x *history.Hold) { x.ReleaseErr, x.Done = err, true })
@@ -47,25 +47,25 @@ func (w *Workload) hold(ctx context.Context, i, k int, rng *rand.Rand, start tim
 	h := w.cfg.History
 	acquired := h.Now()
 	token := h.LastToken(i) // Lock's last attempt, the one that got the lock
-	h.Attempt(history.Attempt{Client: i, Worker: k, Token: token, Start: start, End: acquired, OK: true})
+	h.Attempt(history.Attempt{Client: i, Worker: k, Key: w.cfg.Keys[0], Token: token, Start: start, End: acquired, OK: true})
 	fence, masters, known := w.cfg.FenceOf(ctx, token)
 	id := h.Acquire(history.Hold{
-		Client: i, Worker: k, Key: w.cfg.Key, Token: token, Fence: fence, Masters: masters,
+		Client: i, Worker: k, Key: w.cfg.Keys[0], Token: token, Fence: fence, Masters: masters,
 		Acquired: acquired, Until: acquired + w.cfg.HoldFor, ByDo: true,
 	})
 	if !known {
 		h.Notef("client %d: the fence of its Do hold could not be read from the masters; it makes no fenced writes", i)
 	}
 	for {
-		before := w.cfg.Set.Read()
+		before := w.cfg.Set.Read(w.cfg.Keys[0])
 		if !sleep(ctx, time.Duration(rng.Int64N(int64(w.cfg.Pause)+1))) {
 			break // the lock may be gone: no write
 		}
 		elem := w.elems.Add(1)
-		w.cfg.Set.Write(append(before, elem))
+		w.cfg.Set.Write(w.cfg.Keys[0], append(before, elem))
 		h.Ack(elem)
 		if known {
-			w.cfg.Store.Write(id, i, fence)
+			w.cfg.Store.Write(w.cfg.Keys[0], id, i, fence)
 		}
 		h.UpdateHold(id, func(x *history.Hold) { x.Element = elem })
 		if h.Now()-acquired >= w.cfg.HoldFor {
@@ -104,6 +104,6 @@ func (w *Workload) lateWrite(ctx context.Context, id, i int, fence int64) {
 		h.Notef("client %d: no newer holder wrote within %v of its loss; no late write", i, w.cfg.CatchBound)
 		return
 	}
-	ok := w.cfg.Store.Write(id, i, fence)
+	ok := w.cfg.Store.Write(w.cfg.Keys[0], id, i, fence)
 	h.Notef("client %d, told its lock was lost, writes late with fence %d: accepted %v", i, fence, ok)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,9 @@ func (m Mode) String() string {
 
 // Config says what the clients do.
 type Config struct {
-	Key     string
+	// Keys are the lock keys the clients contend for; each attempt picks
+	// one at random. Do (DoMode) takes one key.
+	Keys    []string
 	TTL     time.Duration
 	Clients []*redlock.Client // one per client, index = client number
 	History *history.History
@@ -63,7 +66,7 @@ type Config struct {
 	// Step is the longest pause between two rounds of writes in Do's
 	// function (DoMode); each pause is random in [Step/2, Step].
 	Step time.Duration
-	// FenceOf returns the fence of the lock that token holds on Key, the
+	// FenceOf returns the fence of the lock that token holds on the key, the
 	// masters that hold the token, and whether the fence could be found
 	// (DoMode): Do gives its function no lock, so neither its fence.
 	FenceOf func(ctx context.Context, token string) (fence int64, masters []int, ok bool)
@@ -92,8 +95,12 @@ type Config struct {
 
 func (c Config) validate() error {
 	switch {
-	case c.Key == "" || c.TTL <= 0:
-		return errors.New("workload: need a key and a positive TTL")
+	case len(c.Keys) == 0 || slices.Contains(c.Keys, "") || c.TTL <= 0:
+		return errors.New("workload: need keys and a positive TTL")
+	case len(c.Keys) != len(slices.Compact(slices.Sorted(slices.Values(c.Keys)))):
+		return errors.New("workload: a key is listed twice")
+	case c.Mode == DoMode && len(c.Keys) != 1:
+		return errors.New("workload: Do holds one key")
 	case len(c.Clients) == 0:
 		return errors.New("workload: no clients")
 	case c.History == nil || c.Set == nil || c.Store == nil || c.Gate == nil:
@@ -189,27 +196,31 @@ func (w *Workload) worker(ctx context.Context, i, k int) {
 func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	h := w.cfg.History
 	start := h.Now()
+	key := w.cfg.Keys[0]
+	if len(w.cfg.Keys) > 1 { // one key draws nothing, so a seed replays as before
+		key = w.cfg.Keys[rng.IntN(len(w.cfg.Keys))]
+	}
 	var l *redlock.Lock
 	var err error
 	var token string
 	if w.cfg.Mode == LockMode {
 		lctx, cancel := context.WithTimeout(ctx, w.cfg.Wait)
-		l, err = w.cfg.Clients[i].Lock(lctx, w.cfg.Key, w.cfg.TTL)
+		l, err = w.cfg.Clients[i].Lock(lctx, key, w.cfg.TTL)
 		cancel()
 		if err == nil {
 			token = l.Token() // the client's other goroutines make tokens too
 		}
 	} else {
-		l, err = w.cfg.Clients[i].TryLock(ctx, w.cfg.Key, w.cfg.TTL)
+		l, err = w.cfg.Clients[i].TryLock(ctx, key, w.cfg.TTL)
 		token = h.LastToken(i)
 	}
 	end := h.Now()
-	h.Attempt(history.Attempt{Client: i, Worker: k, Token: token, Start: start, End: end, OK: err == nil, Err: err})
+	h.Attempt(history.Attempt{Client: i, Worker: k, Key: key, Token: token, Start: start, End: end, OK: err == nil, Err: err})
 	if err != nil {
 		return false
 	}
 	hold := history.Hold{
-		Client: i, Worker: k, Key: w.cfg.Key, Token: l.Token(), Fence: l.Fence(),
+		Client: i, Worker: k, Key: key, Token: l.Token(), Fence: l.Fence(),
 		Acquired: end, Until: h.At(l.Until()),
 	}
 	hold.ID = h.Acquire(hold)
@@ -228,16 +239,16 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 
-	before := w.cfg.Set.Read()
+	before := w.cfg.Set.Read(hold.Key)
 	time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
 	if l.Validity() <= 0 {
 		h.UpdateHold(hold.ID, func(x *history.Hold) { x.Skipped = true })
 	} else {
 		caught := w.cfg.Gate.point(ctx, hold, w.cfg.CatchBound)
 		elem := w.elems.Add(1)
-		w.cfg.Set.Write(append(before, elem))
+		w.cfg.Set.Write(hold.Key, append(before, elem))
 		h.Ack(elem)
-		w.cfg.Store.Write(hold.ID, i, hold.Fence)
+		w.cfg.Store.Write(hold.Key, hold.ID, i, hold.Fence)
 		h.UpdateHold(hold.ID, func(x *history.Hold) { x.Element, x.Caught = elem, caught })
 		if caught {
 			err := l.Extend(after, w.cfg.TTL)

@@ -27,7 +27,7 @@ func store(t *testing.T, h *history.History, guarded bool) *Fenced {
 	if guarded {
 		newStore = NewFenced
 	}
-	f, err := newStore(context.Background(), h, d.DB, d.Dialect, "r")
+	f, err := newStore(context.Background(), h, d.DB, d.Dialect)
 	require.NoError(t, err)
 	return f
 }
@@ -48,9 +48,9 @@ func TestFenced_AcceptsOnlyTheHighestFence(t *testing.T) {
 			assert.Equal(t, tt.guarded, f.Guarded())
 			var accepted []history.Write
 			for i, fence := range fences {
-				assert.Equal(t, tt.want[i], f.Write(i, 0, fence), "write %d with fence %d", i, fence)
+				assert.Equal(t, tt.want[i], f.Write("r", i, 0, fence), "write %d with fence %d", i, fence)
 				if tt.want[i] {
-					accepted = append(accepted, history.Write{Hold: i, Fence: fence, Accepted: true})
+					accepted = append(accepted, history.Write{Key: "r", Hold: i, Fence: fence, Accepted: true})
 				}
 			}
 			assert.Empty(t, f.Errs())
@@ -81,7 +81,7 @@ func TestFenced_ConcurrentWritesRecordedInTheDatabasesOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := range each {
-				f.Write(w*each+k, w, int64(k*writers+w+1))
+				f.Write("r", w*each+k, w, int64(k*writers+w+1))
 			}
 		}()
 	}
@@ -94,7 +94,7 @@ func TestFenced_ConcurrentWritesRecordedInTheDatabasesOrder(t *testing.T) {
 			rejected++
 			continue
 		}
-		accepted = append(accepted, history.Write{Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
+		accepted = append(accepted, history.Write{Key: w.Key, Hold: w.Hold, Client: w.Client, Fence: w.Fence, Accepted: true})
 	}
 	committed, err := f.Committed(context.Background())
 	require.NoError(t, err)
@@ -106,12 +106,41 @@ func TestFenced_ConcurrentWritesRecordedInTheDatabasesOrder(t *testing.T) {
 	assert.Positive(t, rejected, "the writers did not interleave")
 }
 
+// TestFenced_ResourcesAreFencedApart writes to two resources: each has
+// fences of its own.
+func TestFenced_ResourcesAreFencedApart(t *testing.T) {
+	h := history.New()
+	f := store(t, h, true)
+	assert.True(t, f.Write("a", 0, 0, 7))
+	assert.True(t, f.Write("b", 1, 1, 3), "b has seen no fence yet")
+	assert.False(t, f.Write("a", 2, 0, 5), "a has seen 7")
+	assert.True(t, f.Write("b", 3, 1, 4))
+	committed, err := f.Committed(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []history.Write{
+		{Key: "a", Hold: 0, Client: 0, Fence: 7, Accepted: true},
+		{Key: "b", Hold: 1, Client: 1, Fence: 3, Accepted: true},
+		{Key: "b", Hold: 3, Client: 1, Fence: 4, Accepted: true},
+	}, committed)
+}
+
 func TestSet_ReadModifyWriteWithoutLockLosesAnElement(t *testing.T) {
 	var s Set
-	a, b := s.Read(), s.Read() // two clients read at once
-	s.Write(append(a, 1))
-	s.Write(append(b, 2))
-	assert.Equal(t, []int64{2}, s.Read())
+	a, b := s.Read("k"), s.Read("k") // two clients read at once
+	s.Write("k", append(a, 1))
+	s.Write("k", append(b, 2))
+	assert.Equal(t, []int64{2}, s.Read("k"))
+	assert.Equal(t, []int64{2}, s.All())
+}
+
+func TestSet_EachKeyHasItsOwnSet(t *testing.T) {
+	var s Set
+	a, b := s.Read("a"), s.Read("b") // holders of two keys at once
+	s.Write("a", append(a, 1))
+	s.Write("b", append(b, 2))
+	assert.Equal(t, []int64{1}, s.Read("a"))
+	assert.Equal(t, []int64{2}, s.Read("b"))
+	assert.Equal(t, []int64{1, 2}, s.All())
 }
 
 func TestGate_FreezesTheMatchingHolderUntilResumed(t *testing.T) {
@@ -186,7 +215,7 @@ func TestValve_HoldOffWaitsForOperationsInFlight(t *testing.T) {
 
 func TestConfig_ValidateTheModes(t *testing.T) {
 	base := func() Config {
-		return Config{Key: "k", TTL: time.Second, Clients: make([]*redlock.Client, 1), History: history.New(), Set: &Set{}, Store: &Fenced{},
+		return Config{Keys: []string{"k"}, TTL: time.Second, Clients: make([]*redlock.Client, 1), History: history.New(), Set: &Set{}, Store: &Fenced{},
 			Gate: &Gate{}, MaxOps: 1, Backoff: time.Millisecond, CatchBound: time.Second}
 	}
 	fence := func(context.Context, string) (int64, []int, bool) { return 0, nil, false }
@@ -207,6 +236,13 @@ func TestConfig_ValidateTheModes(t *testing.T) {
 		}, true},
 		{"Do with goroutines", func(c *Config) {
 			c.Mode, c.Wait, c.HoldFor, c.Step, c.FenceOf, c.Workers = DoMode, time.Second, time.Second, time.Millisecond, fence, 2
+		}, false},
+		{"TryLock on several keys", func(c *Config) { c.Keys = []string{"a", "b", "c"} }, true},
+		{"no key", func(c *Config) { c.Keys = nil }, false},
+		{"an empty key", func(c *Config) { c.Keys = []string{"a", ""} }, false},
+		{"a key twice", func(c *Config) { c.Keys = []string{"a", "b", "a"} }, false},
+		{"Do on several keys", func(c *Config) {
+			c.Mode, c.Wait, c.HoldFor, c.Step, c.FenceOf, c.Keys = DoMode, time.Second, time.Second, time.Millisecond, fence, []string{"a", "b"}
 		}, false},
 	}
 	for _, tt := range tests {
