@@ -63,7 +63,7 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	for i, p := range masters {
 		nodes[i] = &master{drv: p, scripts: c.scripts, names: c.names(), clock: c.o.clock,
 			guards: newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
-			cond:   &condition{log: c.o.logger, addr: p.Addr()}}
+			conds:  &conditions{log: c.o.logger, node: p.Addr()}}
 	}
 	c.attach(nodes)
 	return c, nil

@@ -55,12 +55,69 @@ func (c *condition) note(err error) {
 	}
 }
 
+// conditions keeps a condition per server of one node: the one master of a
+// plain node, or each shard master of a Redis Cluster node, which can fail
+// while its neighbours answer. Calls to the node's other shards then do not
+// flip one shared condition back and forth.
+type conditions struct {
+	log  *slog.Logger
+	node string // the node's address, logged beside a shard's
+
+	mu       sync.Mutex
+	byServer map[string]*condition
+}
+
+// of returns the condition of the server a call went to ("" when the call
+// failed before it reached one: the node's own).
+func (cs *conditions) of(server string) *condition {
+	if server == "" {
+		server = cs.node
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c := cs.byServer[server]
+	if c == nil {
+		c = &condition{log: cs.log, addr: server}
+		if server != cs.node {
+			c.log = cs.log.With("node", cs.node)
+		}
+		if cs.byServer == nil {
+			cs.byServer = map[string]*condition{}
+		}
+		cs.byServer[server] = c
+	}
+	return c
+}
+
+// clusterChange is a redirection or a CLUSTERDOWN from a Redis Cluster given
+// as one node: its slots are moving or a shard is failing over, which passes,
+// unlike the same reply from a cluster member given as a plain master.
+type clusterChange struct{ err error }
+
+func (e *clusterChange) Error() string { return "cluster changing: " + e.err.Error() }
+func (e *clusterChange) Unwrap() error { return e.err }
+
+// asClusterChange wraps err as a clusterChange when it is one of the replies
+// a cluster gives while it changes.
+func asClusterChange(err error) error {
+	switch code(err) {
+	case "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN":
+		return &clusterChange{err}
+	}
+	return err
+}
+
 // failureKind names what went wrong on a master, coarsely enough that one
 // failure repeated is one kind: a Redis error's code (NOPERM, READONLY, ...),
-// "no reply", "unreachable", or "unresolvable host". "" means no failure.
+// "no reply", "unreachable", "cluster changing", or "unresolvable host". ""
+// means no failure.
 func failureKind(err error) string {
 	if err == nil {
 		return ""
+	}
+	var cc *clusterChange
+	if errors.As(err, &cc) {
+		return "cluster changing"
 	}
 	if c := code(err); c != "" {
 		return c

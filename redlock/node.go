@@ -44,8 +44,8 @@ type master struct {
 	scripts *scripts.Set
 	names   scripts.Names
 	clock   clock.Clock
-	guards  *guards    // nil when the restart guard is off
-	cond    *condition // how the last call went, logged when it changes
+	guards  *guards     // nil when the restart guard is off
+	conds   *conditions // how the last call to each server went, logged when it changes
 }
 
 func (m *master) addr() string { return m.drv.Addr() }
@@ -133,7 +133,10 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 			g.askAgain()
 		}
 	}
-	m.cond.note(err)
+	if m.drv.Sharded() {
+		err = asClusterChange(err)
+	}
+	m.conds.of(rep.Server).note(err)
 	return rep.Value, err
 }
 
