@@ -20,11 +20,19 @@ func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, ke
 		l, err := c.Lock(ctx, key, time.Second)
 		out <- lockResult{l, err}
 	}()
+	// Parked: its first attempt and the retry after its subscription have
+	// reached every master (an attempt returns at quorum, so stragglers may
+	// still be on their way to the others), and each has answered.
 	require.Eventually(t, func() bool {
+		for _, f := range fakes {
+			if len(f.callsOf("acquire")) != 3 {
+				return false
+			}
+		}
 		c.hub.mu.Lock()
 		defer c.hub.mu.Unlock()
 		q := c.hub.queues[key]
-		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && len(fakes[0].callsOf("acquire")) == 3
+		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
 	}, 5*time.Second, 100*time.Microsecond, "the waiter never parked")
 	return out
 }
