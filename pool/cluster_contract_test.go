@@ -20,7 +20,8 @@ func TestContract_Cluster(t *testing.T) {
 	})
 }
 
-// The lock runs over three clusters of three shards through the driver.
+// The lock suite runs over three clusters of three shards through the
+// driver.
 func TestContract_ClusterLock(t *testing.T) {
 	drivertest.RunClusterLock(t, func(t testing.TB, seeds []string) driver.Master {
 		c, err := pool.NewCluster(seeds)

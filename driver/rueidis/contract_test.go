@@ -59,9 +59,9 @@ func TestContract_CountedDials(t *testing.T) {
 	})
 }
 
-// The lock over three Redis Clusters of three shards, each through a rueidis
-// cluster client: keys of every shard, residue, the guard per shard master,
-// and releases heard across shards.
+// The lock suite over three Redis Clusters of three shards, each through a
+// rueidis cluster client: every operation on a key of every shard, residue
+// looked for on every node, the guard per shard master.
 func TestContract_ClusterLock(t *testing.T) {
 	drivertest.RunClusterLock(t, func(t testing.TB, seeds []string) driver.Master {
 		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds})

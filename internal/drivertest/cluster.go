@@ -23,9 +23,7 @@ type NewCluster func(t testing.TB, seeds []string) driver.Master
 // openCluster returns a driver for c, closed with the test.
 func openCluster(t *testing.T, c *redistest.Cluster, newDriver NewCluster) driver.Master {
 	t.Helper()
-	d := newDriver(t, c.Addrs())
-	t.Cleanup(func() { d.Close() })
-	return d
+	return closed(t, newDriver(t, c.Addrs()))
 }
 
 // keyIn returns a key of slot s.

@@ -7,7 +7,9 @@
 //
 // A driver's tests call Run with a function that makes the driver for one
 // master. The redigo driver (package pool) runs it in this module; each
-// adapter runs it in its own.
+// adapter runs it in its own. A driver of Redis Cluster nodes also runs
+// RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
+// suite again, each node a cluster of three shards.
 package drivertest
 
 import (
@@ -41,9 +43,7 @@ func open(t *testing.T, n int, newDriver New) ([]*redistest.Server, []driver.Mas
 	srv := redistest.Start(t, n, redistest.Ephemeral)
 	ds := make([]driver.Master, n)
 	for i, s := range srv {
-		d := newDriver(t, s.Addr())
-		t.Cleanup(func() { d.Close() })
-		ds[i] = d
+		ds[i] = closed(t, newDriver(t, s.Addr()))
 	}
 	return srv, ds
 }

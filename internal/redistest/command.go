@@ -47,21 +47,77 @@ func doSeq(addr string, cmds ...[]string) (string, error) {
 	return reply, nil
 }
 
-// roundTrip writes one command to w and reads its reply from r.
-func roundTrip(w io.Writer, r *bufio.Reader, addr string, args []string) (string, error) {
+// ListAt runs one command that replies with a flat array, such as KEYS or
+// CONFIG GET, on a new connection to the server at addr, as the default
+// user, and returns the elements as text. A nil element is "".
+func ListAt(addr string, args ...string) ([]string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := send(c, args); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if !strings.HasPrefix(line, "*") {
+		_, err := reply(r, addr, args, line)
+		if err == nil {
+			err = fmt.Errorf("redistest: %s %s: reply %q is no array", addr, args[0], line)
+		}
+		return nil, err
+	}
+	n, err := strconv.Atoi(line[1:])
+	if err != nil {
+		return nil, fmt.Errorf("redistest: bad reply %q", line)
+	}
+	out := make([]string, 0, max(n, 0))
+	for range n {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		v, err := reply(r, addr, args, strings.TrimSuffix(line, "\r\n"))
+		if err != nil && !errors.Is(err, ErrNil) {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// send writes one command to w.
+func send(w io.Writer, args []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// roundTrip writes one command to w and reads its reply from r.
+func roundTrip(w io.Writer, r *bufio.Reader, addr string, args []string) (string, error) {
+	if err := send(w, args); err != nil {
 		return "", err
 	}
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
-	line = strings.TrimSuffix(line, "\r\n")
+	return reply(r, addr, args, strings.TrimSuffix(line, "\r\n"))
+}
+
+// reply reads the rest of the reply whose first line, without its CRLF, is
+// line: a simple string, an integer, an error or a bulk string.
+func reply(r *bufio.Reader, addr string, args []string, line string) (string, error) {
 	if line == "" {
 		return "", errors.New("redistest: empty reply")
 	}

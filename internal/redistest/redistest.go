@@ -162,11 +162,33 @@ func (s *Server) waitReady(limit time.Duration) error {
 		default:
 		}
 		if err := ping(s.Addr()); err == nil {
+			// A port found free may be taken, before this server binds it,
+			// by a server another test binary starts at the same moment:
+			// then that one answers, and this one exits.
+			if pid := processID(s.Addr()); pid != 0 && pid != s.PID() {
+				return fmt.Errorf("another redis-server (pid %d) answers on the port", pid)
+			}
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return errors.New("redis-server did not answer PING in time")
+}
+
+// processID returns the process_id that INFO server gives at addr, or 0 if
+// it cannot be read, as from a server that requires a password.
+func processID(addr string) int {
+	info, err := DoAt(addr, "INFO", "server")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			pid, _ := strconv.Atoi(v)
+			return pid
+		}
+	}
+	return 0
 }
 
 func ping(addr string) error {

@@ -18,6 +18,27 @@ func TestStart_PasswordProtectedServerCountsAsUp(t *testing.T) {
 	c.Close()
 }
 
+func TestListAt_ReadsFlatArrays(t *testing.T) {
+	s := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	for _, k := range []string{"a", "b"} {
+		_, err := s.Do("SET", k, "v-"+k)
+		require.NoError(t, err)
+	}
+	keys, err := redistest.ListAt(s.Addr(), "KEYS", "*")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "b"}, keys)
+	vals, err := redistest.ListAt(s.Addr(), "MGET", "a", "missing", "b")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v-a", "", "v-b"}, vals, "a nil element is empty")
+	empty, err := redistest.ListAt(s.Addr(), "KEYS", "none*")
+	require.NoError(t, err)
+	assert.Empty(t, empty)
+	_, err = redistest.ListAt(s.Addr(), "GET", "a")
+	assert.ErrorContains(t, err, "no array")
+	_, err = redistest.ListAt(s.Addr(), "NOSUCHCOMMAND")
+	assert.ErrorContains(t, err, "unknown command")
+}
+
 func TestServer_KillAndRestart(t *testing.T) {
 	s := redistest.Start(t, 1, redistest.Ephemeral)[0]
 	pid := s.PID()
