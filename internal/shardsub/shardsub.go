@@ -81,11 +81,11 @@ func New(c Cluster, o Options) driver.Subscription {
 
 // subscription multiplexes one connection per shard master.
 //
-// A driver's connection may hand over a push only once the subscription
-// takes it from its Receive, on the shard's reader, and may wait for that
-// before a SSubscribe returns (rueidis returns once the master confirmed):
-// so the readers take only qmu, which is never held across a call to the
-// driver, while Subscribe and Unsubscribe hold mu across theirs.
+// Subscribe and Unsubscribe hold mu across their calls to the driver, which
+// may wait for the master's confirmation (rueidis' do). The shards'
+// readers, which take confirmations from the driver's Receive, take only
+// qmu, never held across a call to the driver: they never wait for a
+// Subscribe.
 type subscription struct {
 	c Cluster
 	o Options
