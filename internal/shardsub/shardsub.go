@@ -124,14 +124,7 @@ func (s *subscription) Subscribe(channels ...string) error {
 	if len(channels) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isClosed() {
-		return s.o.Closed
-	}
-	ctx, cancel := s.bounded()
-	defer cancel()
-	for _, group := range bySlot(channels) {
+	return s.perSlot(channels, func(ctx context.Context, group []string) error {
 		sh, err := s.shard(ctx, group[0])
 		if err == nil {
 			if err = sh.conn.SSubscribe(ctx, group...); err != nil {
@@ -139,27 +132,20 @@ func (s *subscription) Subscribe(channels ...string) error {
 			}
 		}
 		if err != nil {
-			return s.fail(fmt.Errorf("%s: SSUBSCRIBE %q: %w", s.o.Name, group, err))
+			return fmt.Errorf("%s: SSUBSCRIBE %q: %w", s.o.Name, group, err)
 		}
 		for _, ch := range group {
 			s.chans[ch] = sh
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Unsubscribe sends SUNSUBSCRIBE for the channels, grouped by slot, on the
 // connection each was subscribed on; a channel not subscribed is confirmed
 // at once. An error is also reported by Receive, as for Subscribe.
 func (s *subscription) Unsubscribe(channels ...string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isClosed() {
-		return s.o.Closed
-	}
-	ctx, cancel := s.bounded()
-	defer cancel()
-	for _, group := range bySlot(channels) {
+	return s.perSlot(channels, func(ctx context.Context, group []string) error {
 		sh := s.chans[group[0]]
 		s.qmu.Lock()
 		for _, ch := range group {
@@ -173,21 +159,35 @@ func (s *subscription) Unsubscribe(channels ...string) error {
 		s.qmu.Unlock()
 		if sh == nil {
 			s.wake()
-			continue
+			return nil
 		}
 		if err := sh.conn.SUnsubscribe(ctx, group...); err != nil {
-			return s.fail(fmt.Errorf("%s: SUNSUBSCRIBE %q on %s: %w", s.o.Name, group, sh.addr, err))
+			return fmt.Errorf("%s: SUNSUBSCRIBE %q on %s: %w", s.o.Name, group, sh.addr, err)
+		}
+		return nil
+	})
+}
+
+// perSlot runs do on the channels of each slot in turn, holding s.mu,
+// within one Options.Timeout. It stops at the first error, which Receive
+// reports too.
+func (s *subscription) perSlot(channels []string, do func(ctx context.Context, group []string) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isClosed() {
+		return s.o.Closed
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if s.o.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, s.o.Timeout)
+	}
+	defer cancel()
+	for _, group := range bySlot(channels) {
+		if err := do(ctx, group); err != nil {
+			return s.fail(err)
 		}
 	}
 	return nil
-}
-
-// bounded returns the ctx of one Subscribe or Unsubscribe.
-func (s *subscription) bounded() (context.Context, context.CancelFunc) {
-	if s.o.Timeout <= 0 {
-		return context.Background(), func() {}
-	}
-	return context.WithTimeout(context.Background(), s.o.Timeout)
 }
 
 // shard returns the connection to the master of channel's slot, opening it
