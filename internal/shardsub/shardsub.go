@@ -82,7 +82,7 @@ func New(c Cluster, o Options) driver.Subscription {
 // subscription multiplexes one connection per shard master.
 //
 // Subscribe and Unsubscribe hold mu across their calls to the driver, which
-// may wait for the master's confirmation (rueidis' do). The shards'
+// may wait for the master's confirmation (rueidis' Do does). The shards'
 // readers, which take confirmations from the driver's Receive, take only
 // qmu, never held across a call to the driver: they never wait for a
 // Subscribe.
