@@ -47,8 +47,13 @@ func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
 // lock instead needs to hear that the connection failed, as announcements
 // sent meanwhile were lost, so the PubSub is closed at the first error and
 // the lock opens another.
+//
+// On a cluster client it is the connection to one shard master of a
+// sharded subscription (a shardsub.Conn), whose error replies may be a
+// MOVED.
 type subscription struct {
-	ps *redis.PubSub
+	ps      *redis.PubSub
+	cluster bool
 
 	once sync.Once
 	err  error
@@ -68,21 +73,32 @@ func (s *subscription) Unsubscribe(channels ...string) error {
 	return s.ps.Unsubscribe(context.Background(), channels...)
 }
 
+// SSubscribe sends SSUBSCRIBE within ctx.
+func (s *subscription) SSubscribe(ctx context.Context, channels ...string) error {
+	return serverError(s.ps.SSubscribe(ctx, channels...), s.cluster)
+}
+
+// SUnsubscribe sends SUNSUBSCRIBE within ctx. channels are never none: see
+// Unsubscribe.
+func (s *subscription) SUnsubscribe(ctx context.Context, channels ...string) error {
+	return serverError(s.ps.SUnsubscribe(ctx, channels...), s.cluster)
+}
+
 func (s *subscription) Receive() (driver.Message, error) {
 	for {
 		v, err := s.ps.Receive(context.Background())
 		if err != nil {
 			s.Close()
-			return driver.Message{}, serverError(err, false)
+			return driver.Message{}, serverError(err, s.cluster)
 		}
 		switch v := v.(type) {
-		case *redis.Message:
+		case *redis.Message: // message or smessage
 			return driver.Message{Kind: driver.Published, Channel: v.Channel}, nil
 		case *redis.Subscription:
 			switch v.Kind {
-			case "subscribe":
+			case "subscribe", "ssubscribe":
 				return driver.Message{Kind: driver.Subscribed, Channel: v.Channel}, nil
-			case "unsubscribe":
+			case "unsubscribe", "sunsubscribe":
 				return driver.Message{Kind: driver.Unsubscribed, Channel: v.Channel}, nil
 			}
 		}

@@ -32,20 +32,30 @@ func (m *Master) Subscribe(ctx context.Context) (driver.Subscription, error) {
 	if m.cluster {
 		return m.subscribeSharded(ctx)
 	}
-	dc, err := dedicatePubSub(ctx, m.client)
+	s, err := subscribe(ctx, m.client, m.timeout)
+	if err != nil {
+		return nil, err // not a nil *subscription in the interface
+	}
+	return s, nil
+}
+
+// subscribe opens a subscription on a dedicated connection of client's,
+// which answers within ctx. timeout bounds its Subscribe and Unsubscribe.
+func subscribe(ctx context.Context, client rueidis.Client, timeout time.Duration) (*subscription, error) {
+	dc, err := dedicatePubSub(ctx, client)
 	if err != nil {
 		return nil, err
 	}
-	s := &subscription{dc: dc, timeout: m.timeout, wake: make(chan struct{}, 1)}
+	s := &subscription{dc: dc, timeout: timeout, wake: make(chan struct{}, 1)}
 	s.ended = dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage: func(msg rueidis.PubSubMessage) {
 			s.push(driver.Message{Kind: driver.Published, Channel: msg.Channel})
 		},
 		OnSubscription: func(sub rueidis.PubSubSubscription) {
 			switch sub.Kind {
-			case "subscribe":
+			case "subscribe", "ssubscribe":
 				s.push(driver.Message{Kind: driver.Subscribed, Channel: sub.Channel})
-			case "unsubscribe":
+			case "unsubscribe", "sunsubscribe":
 				s.push(driver.Message{Kind: driver.Unsubscribed, Channel: sub.Channel})
 			}
 		},
@@ -80,6 +90,9 @@ func dedicatePubSub(ctx context.Context, client rueidis.Client) (rueidis.Dedicat
 // subscription is a dedicated rueidis connection with pub/sub hooks. The
 // hooks run on rueidis' reading goroutine and must not block it, so they
 // queue events for Receive without bound; the lock reads them as they come.
+//
+// On a cluster client it is the connection to one shard master of a
+// sharded subscription (a shardsub.Conn).
 type subscription struct {
 	dc      rueidis.DedicatedClient
 	timeout time.Duration
@@ -115,8 +128,19 @@ func (s *subscription) Unsubscribe(channels ...string) error {
 	return s.send(s.dc.B().Unsubscribe().Channel(channels...).Build())
 }
 
-// send writes a (un)subscription; rueidis returns once it is written, and
-// the master's confirmations come through the hooks.
+// SSubscribe sends SSUBSCRIBE within ctx. rueidis returns once the master
+// confirmed the first channel; the confirmations come through Receive.
+func (s *subscription) SSubscribe(ctx context.Context, channels ...string) error {
+	return s.dc.Do(ctx, s.dc.B().Ssubscribe().Channel(channels...).Build()).Error()
+}
+
+// SUnsubscribe sends SUNSUBSCRIBE within ctx.
+func (s *subscription) SUnsubscribe(ctx context.Context, channels ...string) error {
+	return s.dc.Do(ctx, s.dc.B().Sunsubscribe().Channel(channels...).Build()).Error()
+}
+
+// send writes a (un)subscription within the timeout; rueidis returns once
+// it is written, and the master's confirmations come through the hooks.
 func (s *subscription) send(cmd rueidis.Completed) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()

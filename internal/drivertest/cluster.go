@@ -103,6 +103,21 @@ func nodeID(t *testing.T, addr string) string {
 	return id
 }
 
+// ownerAndAnother returns the master of slot s in c, and another master.
+func ownerAndAnother(t *testing.T, c *redistest.Cluster, s int) (string, string) {
+	t.Helper()
+	owner, err := c.MasterFor(s)
+	require.NoError(t, err)
+	_, masters := spread(t, c)
+	for _, m := range masters {
+		if m != owner {
+			return owner, m
+		}
+	}
+	t.Fatalf("no master besides %s", owner)
+	return "", ""
+}
+
 // setSlot moves the ownership of s, which must hold no keys, to the node at
 // to, telling every master.
 func setSlot(t *testing.T, c *redistest.Cluster, s int, to string) {
@@ -224,18 +239,9 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 	t.Run("AskDuringMigrationThenMovedAfterIt", func(t *testing.T) {
 		d := openCluster(t, moving, newDriver)
 		const s = 100
-		from, err := moving.MasterFor(s)
-		require.NoError(t, err)
-		_, masters := spread(t, moving)
-		to := ""
-		for _, m := range masters {
-			if m != from {
-				to = m
-				break
-			}
-		}
+		from, to := ownerAndAnother(t, moving, s)
 		// The driver learns the map before the slot moves.
-		_, err = d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "warm", s)}, Args: []string{"v"}})
+		_, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "warm", s)}, Args: []string{"v"}})
 		require.NoError(t, err)
 		_, err = redistest.DoAt(from, "DEL", keyIn(t, "warm", s))
 		require.NoError(t, err)

@@ -41,32 +41,16 @@ func shardedSubscriptionOnEveryShard(t *testing.T, shared *redistest.Cluster, ne
 	for _, s := range slots {
 		chans = append(chans, keyIn(t, "release", s))
 	}
-	require.NoError(t, sub.Subscribe(chans...))
-	var confirmed []string
-	for range chans {
-		m := next(t, got)
-		assert.Equal(t, driver.Subscribed, m.Kind)
-		confirmed = append(confirmed, m.Channel)
-	}
-	assert.ElementsMatch(t, chans, confirmed)
+	subscribeAll(t, sub, got, chans)
 	for i, ch := range chans {
-		n, err := redistest.DoAt(masters[i], "SPUBLISH", ch, "x")
-		require.NoError(t, err)
-		assert.Equal(t, "1", n, "%s has a sharded subscriber for %s", masters[i], ch)
-		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: ch}, next(t, got))
+		heard(t, got, masters[i], ch)
 	}
 	require.NoError(t, sub.Unsubscribe(chans[1]))
 	assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: chans[1]}, next(t, got))
 	n, err := redistest.DoAt(masters[1], "SPUBLISH", chans[1], "x")
 	require.NoError(t, err)
 	assert.Equal(t, "0", n, "unsubscribed on its master")
-	require.NoError(t, sub.Close())
-	select {
-	case err := <-done:
-		assert.Error(t, err, "Receive ends with an error once closed")
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not end Receive")
-	}
+	closeEndsReceive(t, sub, done)
 	for i, ch := range chans {
 		n, err := redistest.DoAt(masters[i], "SPUBLISH", ch, "x")
 		require.NoError(t, err)
@@ -93,19 +77,9 @@ func channelsOfManySlotsOnOneShard(t *testing.T, c *redistest.Cluster, newDriver
 	require.NoError(t, err)
 	defer sub.Close()
 	got, _ := receive(sub)
-	require.NoError(t, sub.Subscribe(chans...))
-	var confirmed []string
-	for range chans {
-		m := next(t, got)
-		assert.Equal(t, driver.Subscribed, m.Kind)
-		confirmed = append(confirmed, m.Channel)
-	}
-	assert.ElementsMatch(t, chans, confirmed)
+	subscribeAll(t, sub, got, chans)
 	for _, ch := range chans {
-		n, err := redistest.DoAt(master, "SPUBLISH", ch, "x")
-		require.NoError(t, err)
-		assert.Equal(t, "1", n, "%s has a sharded subscriber for %s", master, ch)
-		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: ch}, next(t, got))
+		heard(t, got, master, ch)
 	}
 	never := keyIn(t, "never", 2)
 	require.NoError(t, sub.Unsubscribe(never))
@@ -126,20 +100,10 @@ func subscriptionEndsWithAShardsConnection(t *testing.T, c *redistest.Cluster, n
 	for _, s := range slots {
 		chans = append(chans, keyIn(t, "dropped", s))
 	}
-	require.NoError(t, sub.Subscribe(chans...))
-	for range chans {
-		assert.Equal(t, driver.Subscribed, next(t, got).Kind)
-	}
+	subscribeAll(t, sub, got, chans)
 	killed := killShardedSubscribers(t, masters[1])
 	require.GreaterOrEqual(t, killed, 1, "%s has the subscription's connection", masters[1])
-	select {
-	case err := <-done:
-		assert.Error(t, err, "the dropped connection is reported, so that the caller subscribes again")
-	case m := <-got:
-		t.Fatalf("got %v, want Receive to fail", m)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the dropped connection went unnoticed")
-	}
+	ends(t, got, done, "the dropped connection")
 }
 
 // killShardedSubscribers closes the connections of the master at addr that
@@ -177,16 +141,7 @@ func killShardedSubscribers(t *testing.T, addr string) int {
 func subscriptionEndsWhenItsSlotMoves(t *testing.T, moving *redistest.Cluster, newDriver NewCluster) {
 	d := openCluster(t, moving, newDriver)
 	const s = 200
-	from, err := moving.MasterFor(s)
-	require.NoError(t, err)
-	_, masters := spread(t, moving)
-	to := ""
-	for _, m := range masters {
-		if m != from {
-			to = m
-			break
-		}
-	}
+	_, to := ownerAndAnother(t, moving, s)
 	sub, err := d.Subscribe(ctxFor(t, 5*time.Second))
 	require.NoError(t, err)
 	defer sub.Close()
@@ -195,14 +150,7 @@ func subscriptionEndsWhenItsSlotMoves(t *testing.T, moving *redistest.Cluster, n
 	require.NoError(t, sub.Subscribe(ch))
 	assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: ch}, next(t, got))
 	setSlot(t, moving, s, to)
-	select {
-	case err := <-done:
-		assert.Error(t, err, "the moved channel is reported, so that the caller subscribes again")
-	case m := <-got:
-		t.Fatalf("got %v, want Receive to fail", m)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the dropped subscription went unnoticed")
-	}
+	ends(t, got, done, "the moved channel")
 
 	// Subscribing again, as the lock does after a pause, reaches the new
 	// owner once the driver has read where the slot went.
@@ -250,34 +198,5 @@ func subscribeOn(t *testing.T, d driver.Master, ch string) error {
 		sub.Close()
 		<-done
 		return fmt.Errorf("no confirmation within 2s")
-	}
-}
-
-// receive runs sub.Receive in a goroutine until it fails, which the test
-// ends by closing sub.
-func receive(sub driver.Subscription) (<-chan driver.Message, <-chan error) {
-	got := make(chan driver.Message, 16)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			m, err := sub.Receive()
-			if err != nil {
-				done <- err
-				return
-			}
-			got <- m
-		}
-	}()
-	return got, done
-}
-
-func next(t *testing.T, got <-chan driver.Message) driver.Message {
-	t.Helper()
-	select {
-	case m := <-got:
-		return m
-	case <-time.After(2 * time.Second):
-		t.Fatal("no message within 2s")
-		return driver.Message{}
 	}
 }

@@ -181,42 +181,16 @@ func RunDriver(t *testing.T, newDriver New) {
 		assert.False(t, ds[0].Sharded(), "one master hears releases announced with PUBLISH")
 		sub, err := ds[0].Subscribe(ctxFor(t, 2*time.Second))
 		require.NoError(t, err)
-		got := make(chan driver.Message, 16)
-		done := make(chan error, 1)
-		go func() {
-			for {
-				m, err := sub.Receive()
-				if err != nil {
-					done <- err
-					return
-				}
-				got <- m
-			}
-		}()
-		next := func() driver.Message {
-			select {
-			case m := <-got:
-				return m
-			case <-time.After(2 * time.Second):
-				t.Fatal("no message within 2s")
-				return driver.Message{}
-			}
-		}
+		got, done := receive(sub)
 		require.NoError(t, sub.Subscribe("c1", "c2"))
-		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c1"}, next())
-		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c2"}, next())
+		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c1"}, next(t, got))
+		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c2"}, next(t, got))
 		_, err = srv[0].Do("PUBLISH", "c2", "x")
 		require.NoError(t, err)
-		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "c2"}, next())
+		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "c2"}, next(t, got))
 		require.NoError(t, sub.Unsubscribe("c1"))
-		assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: "c1"}, next())
-		require.NoError(t, sub.Close())
-		select {
-		case err := <-done:
-			assert.Error(t, err, "Receive ends with an error once closed")
-		case <-time.After(2 * time.Second):
-			t.Fatal("Close did not end Receive")
-		}
+		assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: "c1"}, next(t, got))
+		closeEndsReceive(t, sub, done)
 	})
 }
 
