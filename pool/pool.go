@@ -22,10 +22,9 @@ const (
 	DefaultMaxIdle      = 64
 	DefaultMaxActive    = 0 // no limit
 	DefaultIdleTimeout  = 5 * time.Minute
-	// DefaultPipeline: Eval takes a pooled connection per call. The
-	// pipelined mode (WithPipeline, which gives its measurements) is opt-in
-	// until the whole test and chaos suite has run with it as the default.
-	DefaultPipeline = false
+	// DefaultPipeline: calls share a pipelined connection (see
+	// WithPipeline, which gives the measurements that chose it).
+	DefaultPipeline = true
 	// DefaultPipelineConns is how many connections the pipelined mode
 	// shares; MaxPipelineConns the most it may.
 	DefaultPipelineConns = 1

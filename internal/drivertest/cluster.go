@@ -183,7 +183,9 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 				require.NoError(t, err)
 				if round == 0 {
 					seen[rep.Server] = rep.Dials
-					assert.Equal(t, uint64(1), rep.Dials, "%s: its first connection", rep.Server)
+					// One connection at least; a driver may open another of
+					// its own there, to read the slot map, say.
+					assert.Positive(t, rep.Dials, "%s: its first connection", rep.Server)
 				} else {
 					assert.Equal(t, seen[rep.Server], rep.Dials, "%s: no new connection, as the others' do not count", rep.Server)
 				}
