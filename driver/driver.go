@@ -95,6 +95,9 @@ type Call struct {
 type Check struct {
 	// Questions are the commands, each as its name and arguments.
 	Questions [][]string
+	// Ask, when Questions is nil, returns them: questions that cost
+	// something to build are built only when they are due. See Commands.
+	Ask func() [][]string
 	// Seen is the driver's dial count for the server (Reply.Dials) when
 	// the last answers were taken.
 	Seen uint64
@@ -105,6 +108,15 @@ type Check struct {
 	// connection may reach another server than the one the hint describes.
 	// See Call.Argv.
 	Hint string
+}
+
+// Commands returns the questions to send: Questions, or else what Ask
+// returns. A driver calls it only once Due says they go with the call.
+func (c *Check) Commands() [][]string {
+	if c.Questions == nil && c.Ask != nil {
+		return c.Ask()
+	}
+	return c.Questions
 }
 
 // Due reports whether the questions go with a call whose connection was

@@ -126,7 +126,7 @@ func evalAsking(ctx context.Context, n *Redis, addr string, call driver.Call) (d
 	args[0] = call.Script.Src
 	var questions [][]string
 	if asked {
-		questions = check.Questions
+		questions = check.Commands()
 	}
 	for _, q := range questions {
 		qa := make([]any, len(q)-1)

@@ -67,7 +67,7 @@ func (r *Redis) evalOnce(ctx context.Context, call driver.Call) (rep driver.Repl
 	args := evalArgs(call, check, asked)
 	var v any
 	if asked {
-		v, rep.Answers, err = checked(conn, timeout, check.Questions, args)
+		v, rep.Answers, err = checked(conn, timeout, check.Commands(), args)
 	} else {
 		v, err = redis.DoWithTimeout(conn, timeout, "EVALSHA", args...)
 	}

@@ -219,10 +219,11 @@ func (pl *pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check
 	argv := call.Argv(check, asked)
 	q := pl.request()
 	if asked {
-		for _, w := range check.Questions {
+		questions := check.Commands()
+		for _, w := range questions {
 			q.buf = appendCommand(q.buf, w)
 		}
-		q.want = len(check.Questions) + 1
+		q.want = len(questions) + 1
 	} else {
 		q.want = 1
 	}

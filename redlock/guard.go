@@ -31,6 +31,7 @@ type health struct {
 	durable    bool   // appendonly yes and appendfsync always: no restart quarantine needed
 	runID      string // INFO server run_id
 	replID     string // INFO replication master_replid
+	id         string // runID and replID as the acquire script takes them (see identity)
 	// veto says why the master may not vote at all, whatever the time: a
 	// replica, a master that may evict lock keys, one whose state cannot
 	// be read. "" when it may vote.
@@ -68,7 +69,7 @@ func (h health) identity() string {
 	if !h.known {
 		return ""
 	}
-	return h.runID + " " + h.replID
+	return h.id
 }
 
 // guard watches one master: its restarts, a failover to another server or to
@@ -191,12 +192,15 @@ func (m *master) check(server, key string) *driver.Check {
 	g := m.guards.of(server)
 	h := g.state.Load()
 	c := &driver.Check{
-		Questions: [][]string{
-			{"INFO", "server"},
-			{"INFO", "replication"},
-			{"INFO", "memory"},
-			{"CONFIG", "GET", "append*"},
-			{"GET", m.names.Stamp(key)},
+		// Built only when due: most calls go on a connection already asked.
+		Ask: func() [][]string {
+			return [][]string{
+				{"INFO", "server"},
+				{"INFO", "replication"},
+				{"INFO", "memory"},
+				{"CONFIG", "GET", "append*"},
+				{"GET", m.names.Stamp(key)},
+			}
 		},
 		Seen: g.seen.Load(),
 		Always: g.recheck.Load() || h == nil ||
@@ -263,7 +267,7 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 	f := parseReading(rd)
 	h := health{seenAt: now, durable: f.durable}
 	if f.unreadable == "" {
-		h.known, h.runID, h.replID = true, f.runID, f.replID
+		h.known, h.runID, h.replID, h.id = true, f.runID, f.replID, f.runID+" "+f.replID
 		h.startedAt = now.Add(-youngest(f.uptime))
 		h.bootAt = h.startedAt
 		switch {

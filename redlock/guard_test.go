@@ -398,6 +398,9 @@ func TestGuard_Identity(t *testing.T) {
 	acquire := driver.Call{Script: &driver.Script{TakesHint: true}, Args: []string{"k"}}
 	check := m.check("", "k")
 	assert.True(t, check.Always, "nothing known yet: ask")
+	q := check.Commands()
+	require.Len(t, q, 5, "INFO server, replication, memory, CONFIG GET append*, the fence stamp")
+	assert.Equal(t, []string{"GET", m.names.Stamp("k")}, q[4])
 	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, false), "nothing known yet")
 	g.observe("m", plainMaster("r", 50).reading(), 1)
 	check = m.check("", "k")

@@ -174,6 +174,9 @@ func remaining(ctx context.Context, clk clock.Clock) (time.Duration, error) {
 // code returns the code of a master's error reply (NOPERM, READONLY, ...),
 // or "" for any other error.
 func code(err error) string {
+	if err == nil {
+		return ""
+	}
 	var e driver.Error
 	if errors.As(err, &e) {
 		if strings.HasPrefix(string(e), "ERR unknown command") {

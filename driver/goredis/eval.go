@@ -77,7 +77,7 @@ func (t *target) eval(ctx context.Context, call driver.Call, cluster bool) (driv
 	var questions [][]any
 	if asked {
 		var err error
-		if questions, err = commands(check.Questions); err != nil {
+		if questions, err = commands(check.Commands()); err != nil {
 			return rep, err
 		}
 	}
@@ -108,7 +108,7 @@ func (t *target) eval(ctx context.Context, call driver.Call, cluster bool) (driv
 	}
 	if check != nil && !asked {
 		if after := t.dials.load(); after != before {
-			if rep.Answers, err = ask(ctx, conn, check.Questions); err != nil {
+			if rep.Answers, err = ask(ctx, conn, check.Commands()); err != nil {
 				return rep, err
 			}
 			rep.Dials = after

@@ -100,7 +100,7 @@ func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server strin
 	}
 	var questions [][]string
 	if asked {
-		questions = check.Questions
+		questions = check.Commands()
 	}
 	argv := call.Argv(check, asked)
 	v, answers, err := batch(ctx, cc, questions, evalsha(cc, call, argv))

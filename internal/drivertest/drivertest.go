@@ -110,7 +110,7 @@ func RunDriver(t *testing.T, newDriver New) {
 
 		// Not due: no questions, and the hint goes to the script.
 		seen := rep.Dials
-		quiet := &driver.Check{Questions: ask.Questions, Seen: seen, Hint: "the hint"}
+		quiet := &driver.Check{Questions: ask.Commands(), Seen: seen, Hint: "the hint"}
 		call.Check = func(string) *driver.Check { return quiet }
 		rep, err = ds[0].Eval(ctxFor(t, 2*time.Second), call)
 		require.NoError(t, err)

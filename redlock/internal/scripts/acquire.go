@@ -24,9 +24,10 @@ type Acquire struct {
 
 // Call returns the run on a master.
 func (a Acquire) Call(s *Set, n Names) driver.Call {
+	k := n.Of(a.Key)
 	return driver.Call{
 		Script: s.Acquire,
-		Keys:   []string{n.Lock(a.Key), n.Fence(a.Key), n.Floor(a.Key), n.Void(a.Key, a.Token), n.Stamp(a.Key)},
+		Keys:   []string{k.Lock(), k.Fence(), k.Floor(), k.Void(a.Token), k.Stamp()},
 		Args:   []string{a.Token, ms(a.TTL), a.Owner, ms(a.TTL + a.Keep), a.From, proposal(a.Propose)},
 	}
 }

@@ -20,9 +20,10 @@ type Fence struct {
 
 // Call returns the run on a master.
 func (f Fence) Call(s *Set, n Names) driver.Call {
+	k := n.Of(f.Key)
 	return driver.Call{
 		Script: s.Fence,
-		Keys:   []string{n.Lock(f.Key), n.Fence(f.Key), n.Floor(f.Key)},
+		Keys:   []string{k.Lock(), k.Fence(), k.Floor()},
 		Args:   []string{f.Token, f.Owner, strconv.FormatInt(f.Fence, 10), ms(f.Keep)},
 	}
 }

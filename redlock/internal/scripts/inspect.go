@@ -12,9 +12,10 @@ type Inspect struct{ Key string }
 
 // Call returns the run on a master.
 func (i Inspect) Call(s *Set, n Names) driver.Call {
+	k := n.Of(i.Key)
 	return driver.Call{
 		Script: s.Inspect,
-		Keys:   []string{n.Lock(i.Key), n.Fence(i.Key), n.Floor(i.Key)},
+		Keys:   []string{k.Lock(), k.Fence(), k.Floor()},
 	}
 }
 

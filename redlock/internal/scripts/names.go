@@ -31,34 +31,54 @@ func (n Names) tag(key string) string {
 	return "{" + t + "}"
 }
 
-// Fence is the key's fencing counter.
-func (n Names) Fence(key string) string {
-	return n.NS + ReservedPrefix + "fence:" + n.tag(key) + key
+// Of returns the names of key, its hash tag computed once for them all.
+func (n Names) Of(key string) KeyNames { return KeyNames{n: n, key: key, tag: n.tag(key)} }
+
+// KeyNames are the names of one key (see Names), for a script that takes
+// several of them.
+type KeyNames struct {
+	n        Names
+	key, tag string
 }
+
+// Lock is where the lock itself is kept.
+func (k KeyNames) Lock() string { return k.n.Lock(k.key) }
+
+// Fence is the key's fencing counter.
+func (k KeyNames) Fence() string { return k.n.NS + ReservedPrefix + "fence:" + k.tag + k.key }
+
+// Floor is the fence floor of the key's slot: see Names.Floor.
+func (k KeyNames) Floor() string { return k.n.NS + ReservedPrefix + "fence-floor:" + k.tag }
+
+// Void is the tombstone a roll-back or a release leaves for a token.
+func (k KeyNames) Void(token string) string { return k.n.NS + ReservedPrefix + "void:" + k.tag + token }
+
+// Stamp names who counted the fences of the key's slot: see Names.Stamp.
+func (k KeyNames) Stamp() string { return k.Floor() + ":stamp" }
+
+// Channel is where releases of the key are announced.
+func (k KeyNames) Channel() string { return k.n.channelPrefix() + k.tag + k.key }
+
+// Fence is the key's fencing counter.
+func (n Names) Fence(key string) string { return n.Of(key).Fence() }
 
 // Floor is the fence floor of key's slot on a master: at least every fence
 // counted there for any key of the slot. A floor per slot rather than per
 // master covers everything it must, since a key's counter lives only in the
 // key's slot and every count and raise of it raises that slot's floor, and it
 // moves with the slot when a cluster reshards.
-func (n Names) Floor(key string) string {
-	return n.NS + ReservedPrefix + "fence-floor:" + n.tag(key)
-}
+func (n Names) Floor(key string) string { return n.Of(key).Floor() }
 
 // Void is the tombstone a roll-back or a release leaves for a token of key.
-func (n Names) Void(key, token string) string {
-	return n.NS + ReservedPrefix + "void:" + n.tag(key) + token
-}
+func (n Names) Void(key, token string) string { return n.Of(key).Void(token) }
 
 // Stamp names the server process and replication history that counted the
 // fences of key's slot on a master (see lib.lua's fenceEpoch). It is written
 // without replication, so it never reaches a replica or the AOF.
-func (n Names) Stamp(key string) string { return n.Floor(key) + ":stamp" }
+func (n Names) Stamp(key string) string { return n.Of(key).Stamp() }
 
 // Channel is where releases of the key are announced.
-func (n Names) Channel(key string) string {
-	return n.channelPrefix() + n.tag(key) + key
-}
+func (n Names) Channel(key string) string { return n.Of(key).Channel() }
 
 func (n Names) channelPrefix() string { return n.NS + ReservedPrefix + "released:" }
 

@@ -27,7 +27,8 @@ type Release struct {
 
 // Call returns the run on a master.
 func (r Release) Call(s *Set, n Names) driver.Call {
-	channel, tomb := n.Channel(r.Key), ""
+	k := n.Of(r.Key)
+	channel, tomb := k.Channel(), ""
 	if r.Rollback {
 		channel = ""
 	}
@@ -40,7 +41,7 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	}
 	return driver.Call{
 		Script: s.Release,
-		Keys:   []string{n.Lock(r.Key), n.Void(r.Key, r.Token)},
+		Keys:   []string{k.Lock(), k.Void(r.Token)},
 		Args:   []string{r.Token, r.Owner, channel, tomb, sharded},
 	}
 }
