@@ -89,6 +89,8 @@ func nodeOptions(cfg config) []Option {
 		WithMaxIdle(cfg.maxIdle),
 		WithMaxActive(cfg.maxActive),
 		WithIdleTimeout(cfg.idleTimeout),
+		WithPipeline(cfg.pipeline),
+		WithPipelineConns(cfg.pipeConns),
 	}
 	if cfg.password != "" {
 		opts = append(opts, WithAuth(cfg.username, cfg.password))
