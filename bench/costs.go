@@ -23,19 +23,39 @@ type Costs struct {
 	// Syscalls counts this process's read and write system calls
 	// (/proc/self/io syscr and syscw: sockets included, epoll and futex
 	// not); NaN where that file cannot be read.
-	Syscalls    float64
-	MastersCPU  time.Duration // INFO cpu used_cpu_sys + used_cpu_user, summed over the masters
-	Commands    uint64        // INFO stats total_commands_processed, summed
-	Connections uint64        // INFO stats total_connections_received, summed
+	Syscalls   float64
+	MastersCPU time.Duration // INFO cpu used_cpu_sys + used_cpu_user, summed over the masters
+	// MasterCPU is each master's part of MastersCPU, in the Meter's order.
+	MasterCPU   []time.Duration
+	Commands    uint64 // INFO stats total_commands_processed, summed
+	Connections uint64 // INFO stats total_connections_received, summed
 }
 
-// Sub returns c - d.
+// Sub returns c - d. MasterCPU is subtracted master by master when both
+// have the same masters, and left out otherwise.
 func (c Costs) Sub(d Costs) Costs {
-	return Costs{
+	out := Costs{
 		ClientCPU: c.ClientCPU - d.ClientCPU, Mallocs: c.Mallocs - d.Mallocs, Bytes: c.Bytes - d.Bytes,
 		Syscalls: c.Syscalls - d.Syscalls, MastersCPU: c.MastersCPU - d.MastersCPU,
 		Commands: c.Commands - d.Commands, Connections: c.Connections - d.Connections,
 	}
+	if len(c.MasterCPU) == len(d.MasterCPU) {
+		out.MasterCPU = make([]time.Duration, len(c.MasterCPU))
+		for i := range c.MasterCPU {
+			out.MasterCPU[i] = c.MasterCPU[i] - d.MasterCPU[i]
+		}
+	}
+	return out
+}
+
+// BusiestMaster returns the most CPU time one master used: with a core
+// per master, the one that runs out first.
+func (c Costs) BusiestMaster() time.Duration {
+	var most time.Duration
+	for _, d := range c.MasterCPU {
+		most = max(most, d)
+	}
+	return most
 }
 
 // Meter reads Costs, the masters' part over one connection per master kept
@@ -88,13 +108,16 @@ func (m *Meter) Read() (Costs, error) {
 			return c, err
 		}
 		f := infoFields(info)
+		var cpu time.Duration
 		for _, k := range []string{"used_cpu_sys", "used_cpu_user"} {
 			secs, err := strconv.ParseFloat(f[k], 64)
 			if err != nil {
 				return c, errors.New("bench: INFO has no " + k)
 			}
-			c.MastersCPU += time.Duration(secs * float64(time.Second))
+			cpu += time.Duration(secs * float64(time.Second))
 		}
+		c.MastersCPU += cpu
+		c.MasterCPU = append(c.MasterCPU, cpu)
 		for k, p := range map[string]*uint64{"total_commands_processed": &c.Commands, "total_connections_received": &c.Connections} {
 			n, err := strconv.ParseUint(f[k], 10, 64)
 			if err != nil {
