@@ -29,6 +29,10 @@ type Costs struct {
 	MasterCPU   []time.Duration
 	Commands    uint64 // INFO stats total_commands_processed, summed
 	Connections uint64 // INFO stats total_connections_received, summed
+	// ServerIO is INFO stats total_reads_processed +
+	// total_writes_processed, summed: the masters' reads from and writes
+	// to client sockets, each serving as many commands as had arrived.
+	ServerIO uint64
 }
 
 // Sub returns c - d. MasterCPU is subtracted master by master when both
@@ -38,6 +42,7 @@ func (c Costs) Sub(d Costs) Costs {
 		ClientCPU: c.ClientCPU - d.ClientCPU, Mallocs: c.Mallocs - d.Mallocs, Bytes: c.Bytes - d.Bytes,
 		Syscalls: c.Syscalls - d.Syscalls, MastersCPU: c.MastersCPU - d.MastersCPU,
 		Commands: c.Commands - d.Commands, Connections: c.Connections - d.Connections,
+		ServerIO: c.ServerIO - d.ServerIO,
 	}
 	if len(c.MasterCPU) == len(d.MasterCPU) {
 		out.MasterCPU = make([]time.Duration, len(c.MasterCPU))
@@ -118,7 +123,10 @@ func (m *Meter) Read() (Costs, error) {
 		}
 		c.MastersCPU += cpu
 		c.MasterCPU = append(c.MasterCPU, cpu)
-		for k, p := range map[string]*uint64{"total_commands_processed": &c.Commands, "total_connections_received": &c.Connections} {
+		for k, p := range map[string]*uint64{
+			"total_commands_processed": &c.Commands, "total_connections_received": &c.Connections,
+			"total_reads_processed": &c.ServerIO, "total_writes_processed": &c.ServerIO,
+		} {
 			n, err := strconv.ParseUint(f[k], 10, 64)
 			if err != nil {
 				return c, errors.New("bench: INFO has no " + k)

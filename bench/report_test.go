@@ -197,6 +197,7 @@ func recordCosts(r Round, row string, ops int, c Costs, sent int64) {
 	}
 	r[row+"/commands_op"] = float64(sent) / n
 	r[row+"/conns_op"] = float64(c.Connections) / n
+	r[row+"/server_io_op"] = float64(c.ServerIO) / n
 }
 
 func recordContention(r Round, row string, c *ContentionResult, dropped, residue int) {

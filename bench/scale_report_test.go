@@ -123,6 +123,7 @@ func scaleTables() []Table {
 			{"busiest master's CPU µs", "busiest_cpu_us", "%.0f"},
 			{"locks/s at a core per master", "ceiling_locks_s", "%.0f"},
 			{"commands sent", "commands_op", "%.1f"},
+			{"masters' socket reads+writes", "server_io_op", "%.1f"},
 			{"allocs", "allocs_op", "%.0f"},
 			{"new connections", "conns_op", "%.2f"},
 		}},
