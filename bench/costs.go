@@ -33,6 +33,12 @@ type Costs struct {
 	// total_writes_processed, summed: the masters' reads from and writes
 	// to client sockets, each serving as many commands as had arrived.
 	ServerIO uint64
+	// Wakeups counts the times the masters' main threads went to sleep
+	// and were woken (voluntary_ctxt_switches of /proc/<pid>/status,
+	// summed): about one per pass of the event loop that found nothing
+	// more to do. NaN where a master's process cannot be read (not on this
+	// host, or no /proc).
+	Wakeups float64
 }
 
 // Sub returns c - d. MasterCPU is subtracted master by master when both
@@ -42,7 +48,7 @@ func (c Costs) Sub(d Costs) Costs {
 		ClientCPU: c.ClientCPU - d.ClientCPU, Mallocs: c.Mallocs - d.Mallocs, Bytes: c.Bytes - d.Bytes,
 		Syscalls: c.Syscalls - d.Syscalls, MastersCPU: c.MastersCPU - d.MastersCPU,
 		Commands: c.Commands - d.Commands, Connections: c.Connections - d.Connections,
-		ServerIO: c.ServerIO - d.ServerIO,
+		ServerIO: c.ServerIO - d.ServerIO, Wakeups: c.Wakeups - d.Wakeups,
 	}
 	if len(c.MasterCPU) == len(d.MasterCPU) {
 		out.MasterCPU = make([]time.Duration, len(c.MasterCPU))
@@ -68,6 +74,7 @@ func (c Costs) BusiestMaster() time.Duration {
 // out of Commands.
 type Meter struct {
 	conns []redis.Conn
+	pids  []string // the masters' process ids, from INFO server
 	reads uint64
 }
 
@@ -82,6 +89,12 @@ func NewMeter(addrs []string) (*Meter, error) {
 			return nil, err
 		}
 		m.conns = append(m.conns, c)
+		info, err := redis.String(c.Do("INFO", "server"))
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.pids = append(m.pids, infoFields(info)["process_id"])
 	}
 	return m, nil
 }
@@ -134,6 +147,7 @@ func (m *Meter) Read() (Costs, error) {
 			*p += n
 		}
 	}
+	c.Wakeups = wakeups(m.pids)
 	// Each reading's INFO counts once it has run: leave the earlier
 	// readings' out.
 	c.Commands -= m.reads * uint64(len(m.conns))
@@ -176,6 +190,33 @@ func selfSyscalls() float64 {
 	}
 	if found != 2 {
 		return math.NaN()
+	}
+	return n
+}
+
+// wakeups returns the voluntary context switches of the processes' main
+// threads, summed, or NaN if one cannot be read.
+func wakeups(pids []string) float64 {
+	var n float64
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + pid + "/status")
+		if pid == "" || err != nil {
+			return math.NaN()
+		}
+		found := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return math.NaN()
+				}
+				n += x
+				found = true
+			}
+		}
+		if !found {
+			return math.NaN()
+		}
 	}
 	return n
 }

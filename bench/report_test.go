@@ -55,6 +55,7 @@ func TestReport(t *testing.T) {
 		require.True(t, n > 0 && n <= 100, "%s must be in 1..100", reportRoundsEnv)
 		rounds = n
 	}
+	loadBefore := loadAverage()
 	cl := startCluster(t)
 	// Before any load: what a round trip costs direct and through a proxy.
 	pings := [2]time.Duration{pingP50(t, cl.addrs[0]), pingP50(t, cl.lan[0])}
@@ -136,11 +137,24 @@ func TestReport(t *testing.T) {
 		t.Logf("round %d of %d done", r+1, rounds)
 	}
 
-	out := reportHeader(t, cl, rounds, pings) + scaleHeader(scale) + "\n" + reportTables(all)
+	out := reportHeader(t, cl, rounds, pings) + scaleHeader(scale) +
+		fmt.Sprintf("Load average (1, 5, 15 min) before the run: %s; after: %s.\n", loadBefore, loadAverage()) +
+		"\n" + reportTables(all)
 	fmt.Print(out)
 	if path := os.Getenv(reportOutEnv); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 	}
+}
+
+// loadAverage returns the machine's load averages as /proc/loadavg gives
+// them, or "n/a".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 // rotate returns xs starting at index r mod len(xs).
@@ -198,6 +212,9 @@ func recordCosts(r Round, row string, ops int, c Costs, sent int64) {
 	r[row+"/commands_op"] = float64(sent) / n
 	r[row+"/conns_op"] = float64(c.Connections) / n
 	r[row+"/server_io_op"] = float64(c.ServerIO) / n
+	if !math.IsNaN(c.Wakeups) {
+		r[row+"/wakeups_op"] = c.Wakeups / n
+	}
 }
 
 func recordContention(r Round, row string, c *ContentionResult, dropped, residue int) {

@@ -124,6 +124,7 @@ func scaleTables() []Table {
 			{"locks/s at a core per master", "ceiling_locks_s", "%.0f"},
 			{"commands sent", "commands_op", "%.1f"},
 			{"masters' socket reads+writes", "server_io_op", "%.1f"},
+			{"masters' wake-ups", "wakeups_op", "%.1f"},
 			{"allocs", "allocs_op", "%.0f"},
 			{"new connections", "conns_op", "%.2f"},
 		}},
@@ -135,10 +136,10 @@ func scaleTables() []Table {
 func scaleRatios(rounds []Round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Scale: %d clusters × %d shards over %d masters, same-round ratios\n\n", scaleNodes, scaleShards, scaleNodes)
-	b.WriteString("| | locks/s | client CPU per lock | masters' CPU per lock, all | busiest master's CPU per lock | locks/s at a core per master |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| | locks/s | client CPU per lock | masters' CPU per lock, all | busiest master's CPU per lock | locks/s at a core per master | masters' wake-ups per lock |\n|---|---|---|---|---|---|---|\n")
 	for _, name := range nodeNames() {
 		fmt.Fprintf(&b, "| %s |", name)
-		for _, m := range []string{"ops_s", "client_cpu_us", "masters_cpu_us", "busiest_cpu_us", "ceiling_locks_s"} {
+		for _, m := range []string{"ops_s", "client_cpu_us", "masters_cpu_us", "busiest_cpu_us", "ceiling_locks_s", "wakeups_op"} {
 			v := Ratio("scale-clusters/"+name+"/"+m, "scale-masters/"+name+"/"+m)
 			fmt.Fprintf(&b, " %s |", Summarise(series(rounds, v)).Format("%.2f"))
 		}
