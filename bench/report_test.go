@@ -37,7 +37,8 @@ const (
 )
 
 // TestReport runs every scenario for every contender in rounds, on the same
-// five masters in one process, and prints the comparison tables: each cell
+// five masters in one process, and the scale run on three masters and three
+// clusters of three shards, and prints the comparison tables: each cell
 // is the median over the rounds with the range, and each target is checked
 // on ratios taken within a round. Within a round the contenders take turns
 // in rotating order, so that a burst of load from elsewhere on the machine
@@ -46,7 +47,7 @@ const (
 //	QUORUMLOCK_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m .
 func TestReport(t *testing.T) {
 	if os.Getenv(reportEnv) == "" {
-		t.Skipf("set %s=1 to run the comparison report (about a minute per round)", reportEnv)
+		t.Skipf("set %s=1 to run the comparison report (about 100 s per round)", reportEnv)
 	}
 	rounds := 5
 	if s := os.Getenv(reportRoundsEnv); s != "" {
