@@ -16,7 +16,7 @@ import (
 // key. Compare the lib= columns with benchstat -col /lib.
 func BenchmarkAcquireRelease(b *testing.B) {
 	cl := startCluster(b)
-	cs := contenders(b, cl.addrs)
+	cs := contenders(b, cl.addrs, allNames())
 	for _, c := range cs {
 		warmUp(b, c, "warm:"+c.Name)
 	}
@@ -37,7 +37,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // the five masters answering 20 ms late, through a delaying proxy.
 func BenchmarkSlowMaster(b *testing.B) {
 	cl := startCluster(b)
-	for _, c := range contenders(b, cl.slow) {
+	for _, c := range contenders(b, cl.slow, coreNames()) {
 		warmUp(b, c, "warm:"+c.Name)
 		b.Run("lib="+c.Name, func(b *testing.B) {
 			benchSequential(b, c, DistinctKeys("bench:slow:"+c.Name, 1<<16))
@@ -58,36 +58,63 @@ func BenchmarkParallel(b *testing.B) {
 	for _, net := range []struct {
 		name  string
 		addrs []string
-	}{{"local", cl.addrs}, {"lan", cl.lan}} {
-		for _, c := range contenders(b, net.addrs) {
+		names []string
+	}{{"local", cl.addrs, allNames()}, {"lan", cl.lan, coreNames()}} {
+		for _, c := range contenders(b, net.addrs, net.names) {
 			warmUp(b, c, "warm:"+net.name+":"+c.Name)
 			runs := 0
 			b.Run("net="+net.name+"/lib="+c.Name, func(b *testing.B) {
 				runs++
-				prefix := fmt.Sprintf("bench:par:%s:%s:%d", net.name, c.Name, runs)
-				b.ReportAllocs()
-				before, err := meter.Read()
-				require.NoError(b, err)
-				sent := c.Sent.Load()
-				b.ResetTimer()
-				r, err := RunParallel(context.Background(), c, prefix, parGoroutines, b.N, 10*time.Minute)
-				b.StopTimer()
-				require.NoError(b, err)
-				after, err := meter.Read()
-				require.NoError(b, err)
-				d, n := after.Sub(before), float64(max(r.Ops, 1))
-				settle()
-				b.ReportMetric(r.OpsPerSec(), "locks/s")
-				b.ReportMetric(float64(r.Errors)/n, "failed/op")
-				b.ReportMetric(millis(r.Latency.Quantile(0.5)), "p50-ms")
-				b.ReportMetric(micros(d.ClientCPU)/n, "client-cpu-µs/op")
-				b.ReportMetric(d.Syscalls/n, "syscalls/op")
-				b.ReportMetric(micros(d.MastersCPU)/n, "masters-cpu-µs/op")
-				b.ReportMetric(float64(c.Sent.Load()-sent)/n, "commands/op")
-				b.ReportMetric(float64(d.Connections)/n, "dials/op")
+				benchParallel(b, meter, c, fmt.Sprintf("bench:par:%s:%s:%d", net.name, c.Name, runs))
 			})
 		}
 	}
+}
+
+// BenchmarkScale is BenchmarkParallel's local run on three standalone
+// masters (topology=masters) and on three Redis Clusters of three shards
+// each (topology=clusters), with the scale run's contenders; the masters'
+// CPU is summed over the three or nine master processes.
+func BenchmarkScale(b *testing.B) {
+	for _, topo := range startTopologies(b) {
+		meter, err := NewMeter(topo.masters)
+		require.NoError(b, err)
+		b.Cleanup(func() { meter.Close() })
+		for _, c := range scaleContenders(b, topo) {
+			warmUp(b, c, "warm:"+topo.name+":"+c.Name)
+			runs := 0
+			b.Run("topology="+topo.name+"/lib="+c.Name, func(b *testing.B) {
+				runs++
+				benchParallel(b, meter, c, fmt.Sprintf("bench:scale:%s:%s:%d", topo.name, c.Name, runs))
+			})
+		}
+	}
+}
+
+// benchParallel runs 64 goroutines of c for b.N operations in all, and
+// reports the costs per op that the report's tables show.
+func benchParallel(b *testing.B, meter *Meter, c namedLocker, prefix string) {
+	b.ReportAllocs()
+	before, err := meter.Read()
+	require.NoError(b, err)
+	sent := c.Sent.Load()
+	b.ResetTimer()
+	r, err := RunParallel(context.Background(), c, prefix, parGoroutines, b.N, 10*time.Minute)
+	b.StopTimer()
+	require.NoError(b, err)
+	after, err := meter.Read()
+	require.NoError(b, err)
+	d, n := after.Sub(before), float64(max(r.Ops, 1))
+	settle()
+	b.ReportMetric(r.OpsPerSec(), "locks/s")
+	b.ReportMetric(float64(r.Errors)/n, "failed/op")
+	b.ReportMetric(millis(r.Latency.Quantile(0.5)), "p50-ms")
+	b.ReportMetric(micros(d.ClientCPU)/n, "client-cpu-µs/op")
+	b.ReportMetric(d.Syscalls/n, "syscalls/op")
+	b.ReportMetric(micros(d.MastersCPU)/n, "masters-cpu-µs/op")
+	b.ReportMetric(micros(d.BusiestMaster())/n, "busiest-master-cpu-µs/op")
+	b.ReportMetric(float64(c.Sent.Load()-sent)/n, "commands/op")
+	b.ReportMetric(float64(d.Connections)/n, "dials/op")
 }
 
 func benchSequential(b *testing.B, l Locker, keys Keys) {

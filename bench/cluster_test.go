@@ -158,21 +158,39 @@ type namedLocker struct {
 	Sent *atomic.Int64
 }
 
-// contenderNames are the contenders in table order.
-var contenderNames = []string{
-	"quorumlock", "quorumlock-pooled", "redsync", "redsync-failfast",
-	"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
+// coreNames are the contenders of every scenario on the five masters, in
+// table order.
+func coreNames() []string {
+	return []string{
+		"quorumlock", "quorumlock-pooled", "redsync", "redsync-failfast",
+		"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
+	}
 }
 
-// contenders returns the contenders over addrs, in table order: the
-// library pipelined and pooled (pool.New's default); redsync as it comes
-// and with WithFailFast(true), which returns at quorum as the others do;
-// the floor and the floor running the library's scripts (a diagnostic that
-// splits the library's cost into client and masters), each on redigo pools
-// and on the library's pipelined connections.
-func contenders(tb testing.TB, addrs []string) []namedLocker {
-	cs := make([]namedLocker, len(contenderNames))
-	for i, name := range contenderNames {
+// allNames are coreNames with the contenders over other client libraries,
+// which join the sequential and 64-goroutine runs on healthy masters, in
+// table order.
+func allNames() []string {
+	return []string{
+		"quorumlock", "quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials",
+		"redsync", "redsync-failfast", "redsync-goredis",
+		"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
+	}
+}
+
+// contenders returns the named contenders over addrs, in the order given:
+// the library pipelined and pooled (pool.New's default); the library over
+// the go-redis adapter, and over the rueidis adapter as it comes (the
+// restart guard's questions with every call) and with its dials counted
+// (the questions only on a new connection); redsync as it comes, with
+// WithFailFast(true), which returns at quorum as the others do, and over
+// its go-redis v9 adapter; the floor and the floor running the library's
+// scripts (a diagnostic that splits the library's cost into client and
+// masters), each on redigo pools and on the library's pipelined
+// connections.
+func contenders(tb testing.TB, addrs []string, names []string) []namedLocker {
+	cs := make([]namedLocker, len(names))
+	for i, name := range names {
 		n := new(atomic.Int64)
 		var l Locker
 		switch name {
@@ -184,13 +202,15 @@ func contenders(tb testing.TB, addrs []string) []namedLocker {
 			l = newRedsync(tb, addrs, n)
 		case "redsync-failfast":
 			l = newRedsync(tb, addrs, n, redsync.WithFailFast(true))
-		default:
+		case "floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined":
 			f := map[string]func(testing.TB, []string) *Floor{
 				"floor": newFloor, "floor-pipelined": newPipelinedFloor,
 				"floor-lua": newScriptedFloor, "floor-lua-pipelined": newPipelinedScriptedFloor,
 			}[name](tb, addrs)
 			f.countCommands(n)
 			l = f
+		default:
+			l = newNodeContender(tb, name, standaloneNodes(addrs), n)
 		}
 		cs[i] = namedLocker{name, l, n}
 	}

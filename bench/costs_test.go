@@ -35,6 +35,8 @@ func TestMeter_CountsOthersNotItself(t *testing.T) {
 	d := after.Sub(again)
 	assert.EqualValues(t, 2*len(cl.addrs), d.Commands)
 	assert.EqualValues(t, 2*len(cl.addrs), d.Connections)
+	assert.GreaterOrEqual(t, d.ServerIO, uint64(4*len(cl.addrs)), "a read and a write per command at least")
+	assert.GreaterOrEqual(t, d.Wakeups, float64(len(cl.addrs)), "each master woke for its commands")
 	assert.GreaterOrEqual(t, d.Mallocs, uint64(len(sink)))
 	assert.GreaterOrEqual(t, d.Bytes, uint64(100*1000))
 	assert.Positive(t, d.ClientCPU)

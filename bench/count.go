@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/quorumlock/driver"
 )
@@ -93,4 +95,112 @@ func (f *Floor) countCommands(n *atomic.Int64) {
 	for i, m := range f.masters {
 		f.masters[i] = countedFloorMaster{m, n}
 	}
+}
+
+// goRedisCounter is a go-redis hook that counts the commands its client
+// sends: each command, and each command of a pipeline.
+type goRedisCounter struct{ n *atomic.Int64 }
+
+var _ goredis.Hook = goRedisCounter{}
+
+func (h goRedisCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h goRedisCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h goRedisCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// countGoRedis has a go-redis client count the commands it sends in n,
+// with a hook on the client that sends them: on a *goredis.Client itself
+// (its Conns inherit it), and on each node client of a
+// *goredis.ClusterClient, where every command goes out, whether through
+// the cluster client (redsync) or through a node's own client (the
+// quorumlock adapter). Call it before the client's first command: a
+// cluster client's nodes met before are not counted.
+func countGoRedis(c goredis.UniversalClient, n *atomic.Int64) {
+	h := goRedisCounter{n}
+	switch cl := c.(type) {
+	case *goredis.ClusterClient:
+		cl.OnNewNode(func(node *goredis.Client) { node.AddHook(h) })
+	case *goredis.Client:
+		cl.AddHook(h)
+	}
+}
+
+// countedRueidis is a rueidis client that counts the commands sent through
+// it, and through the node clients (Nodes) and dedicated connections
+// (Dedicated, Dedicate) it hands out: each command of Do, DoMulti and
+// Receive. What rueidis sends by itself (HELLO on a new connection, its own
+// CLUSTER SLOTS) is not seen.
+type countedRueidis struct {
+	rueidis.Client
+	n *atomic.Int64
+}
+
+func (c countedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c countedRueidis) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(int64(len(multi)))
+	return c.Client.DoMulti(ctx, multi...)
+}
+
+func (c countedRueidis) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.n.Add(1)
+	return c.Client.Receive(ctx, subscribe, fn)
+}
+
+// Nodes returns the client's node clients, each counted. rueidis makes a
+// new map and, for a cluster, new node clients on every call; the wrappers
+// add one small allocation per node.
+func (c countedRueidis) Nodes() map[string]rueidis.Client {
+	nodes := c.Client.Nodes()
+	for addr, node := range nodes {
+		nodes[addr] = countedRueidis{node, c.n}
+	}
+	return nodes
+}
+
+func (c countedRueidis) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	return c.Client.Dedicated(func(dc rueidis.DedicatedClient) error {
+		return fn(countedDedicated{dc, c.n})
+	})
+}
+
+func (c countedRueidis) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return countedDedicated{dc, c.n}, release
+}
+
+// countedDedicated is a dedicated rueidis connection that counts its
+// commands.
+type countedDedicated struct {
+	rueidis.DedicatedClient
+	n *atomic.Int64
+}
+
+func (c countedDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.DedicatedClient.Do(ctx, cmd)
+}
+
+func (c countedDedicated) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(int64(len(multi)))
+	return c.DedicatedClient.DoMulti(ctx, multi...)
+}
+
+func (c countedDedicated) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	c.n.Add(1)
+	return c.DedicatedClient.Receive(ctx, subscribe, fn)
 }

@@ -6,15 +6,27 @@ require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/quorumlock/quorumlock v0.0.0-00010101000000-000000000000
+	github.com/quorumlock/quorumlock/driver/goredis v0.0.0-00010101000000-000000000000
+	github.com/quorumlock/quorumlock/driver/rueidis v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )
 
-// The library is always the one in this repository.
-replace github.com/quorumlock/quorumlock => ../
+// The library and its driver adapters are always the ones in this
+// repository.
+replace (
+	github.com/quorumlock/quorumlock => ../
+	github.com/quorumlock/quorumlock/driver/goredis => ../driver/goredis
+	github.com/quorumlock/quorumlock/driver/rueidis => ../driver/rueidis
+)

@@ -14,7 +14,7 @@ import (
 // operations, for every contender.
 func TestRunParallel_CountsEveryOperation(t *testing.T) {
 	cl := startCluster(t)
-	for _, c := range contenders(t, cl.addrs) {
+	for _, c := range contenders(t, cl.addrs, allNames()) {
 		t.Run(c.Name, func(t *testing.T) {
 			warmUp(t, c, "warm:"+c.Name)
 			r, err := RunParallel(context.Background(), c, "par:"+c.Name, 16, 400, 30*time.Second)

@@ -3,20 +3,24 @@ package bench
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	rsredis "github.com/go-redsync/redsync/v4/redis"
+	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	rsredigo "github.com/go-redsync/redsync/v4/redis/redigo"
 	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
 )
 
-// Redsync is go-redsync/redsync/v4 with its redigo adapter, as a contender.
-// It runs with its defaults (it waits for every master; Lock retries after
-// 50 to 250 ms, 32 times) except the expiry, which is the benchmark's TTL.
+// Redsync is go-redsync/redsync/v4 with its redigo or its go-redis v9
+// adapter, as a contender. It runs with its defaults (it waits for every
+// master; Lock retries after 50 to 250 ms, 32 times) except the expiry,
+// which is the benchmark's TTL.
 type Redsync struct {
 	rs    *redsync.Redsync
-	pools []*redis.Pool
+	owned []io.Closer // the pools or clients Close closes
 	opts  []redsync.Option
 }
 
@@ -36,9 +40,32 @@ func NewRedsync(pools []RedigoPool, owned []*redis.Pool, ttl time.Duration, opts
 	for i, p := range pools {
 		rp[i] = rsredigo.NewPool(p)
 	}
+	closers := make([]io.Closer, len(owned))
+	for i, p := range owned {
+		closers[i] = p
+	}
+	return redsyncOver(rp, closers, ttl, opts)
+}
+
+// NewRedsyncGoRedis returns redsync with its go-redis v9 adapter over
+// clients, one per master: a *goredis.Client, or a *goredis.ClusterClient
+// when a master is a Redis Cluster (redsync's commands and scripts each
+// touch one key, which the cluster client sends to its slot's master).
+// Close closes the clients.
+func NewRedsyncGoRedis(clients []goredis.UniversalClient, ttl time.Duration, opts ...redsync.Option) *Redsync {
+	rp := make([]rsredis.Pool, len(clients))
+	closers := make([]io.Closer, len(clients))
+	for i, c := range clients {
+		rp[i] = rsgoredis.NewPool(c)
+		closers[i] = c
+	}
+	return redsyncOver(rp, closers, ttl, opts)
+}
+
+func redsyncOver(pools []rsredis.Pool, owned []io.Closer, ttl time.Duration, opts []redsync.Option) *Redsync {
 	return &Redsync{
-		rs:    redsync.New(rp...),
-		pools: owned,
+		rs:    redsync.New(pools...),
+		owned: owned,
 		opts:  append([]redsync.Option{redsync.WithExpiry(ttl)}, opts...),
 	}
 }
@@ -99,10 +126,10 @@ func (r *Redsync) Lock(ctx context.Context, key string) (Held, error) {
 // least 50 ms apart, is far beyond any benchmark's deadline.
 const maxLockCalls = 1000
 
-// Close closes the pools it owns.
+// Close closes the pools or clients it owns.
 func (r *Redsync) Close() error {
 	var errs []error
-	for _, p := range r.pools {
+	for _, p := range r.owned {
 		errs = append(errs, p.Close())
 	}
 	return errors.Join(errs...)

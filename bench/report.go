@@ -42,10 +42,11 @@ func Summarise(xs []float64) Spread {
 	return Spread{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
-// Format renders the spread as "median (min–max)" with the given verb.
+// Format renders the spread as "median (min–max)" with the given verb, or
+// "n/a" when no round measured it.
 func (s Spread) Format(verb string) string {
 	if s.N == 0 {
-		return "–"
+		return "n/a"
 	}
 	m := fmt.Sprintf(verb, s.Median)
 	if s.N == 1 {

@@ -14,7 +14,7 @@ func TestSummarise_MedianAndRange(t *testing.T) {
 	assert.Equal(t, 2.5, Summarise([]float64{4, 1, 2, 3}).Median)
 	assert.True(t, math.IsNaN(Summarise(nil).Median))
 	assert.Equal(t, "2.0 (1.0–3.0)", s.Format("%.1f"))
-	assert.Equal(t, "–", Summarise(nil).Format("%.1f"))
+	assert.Equal(t, "n/a", Summarise(nil).Format("%.1f"), "nothing measured")
 }
 
 func TestTable_Markdown_OneCellPerRowAndMetric(t *testing.T) {
@@ -38,5 +38,5 @@ func TestTargetsMarkdown_VerdictOnMedianAndRoundsMet(t *testing.T) {
 	lines := strings.Split(got, "\n")
 	assert.Contains(t, lines[4], "| ratio | ≤ 1.10 | 1.05 (1.00–1.20) | 2 of 3 | met |")
 	assert.Contains(t, lines[5], "| floor | ≥ 2.0 | 1.0 (1.0–1.0) | 0 of 3 | missed |")
-	assert.Contains(t, lines[6], "| absent | ≤ 1.0 | – | 0 of 0 | – |")
+	assert.Contains(t, lines[6], "| absent | ≤ 1.0 | n/a | 0 of 0 | – |")
 }

@@ -37,7 +37,8 @@ const (
 )
 
 // TestReport runs every scenario for every contender in rounds, on the same
-// five masters in one process, and prints the comparison tables: each cell
+// five masters in one process, and the scale run on three masters and three
+// clusters of three shards, and prints the comparison tables: each cell
 // is the median over the rounds with the range, and each target is checked
 // on ratios taken within a round. Within a round the contenders take turns
 // in rotating order, so that a burst of load from elsewhere on the machine
@@ -46,7 +47,7 @@ const (
 //	QUORUMLOCK_BENCH_REPORT=1 go test -run TestReport -v -timeout 30m .
 func TestReport(t *testing.T) {
 	if os.Getenv(reportEnv) == "" {
-		t.Skipf("set %s=1 to run the comparison report (about a minute per round)", reportEnv)
+		t.Skipf("set %s=1 to run the comparison report (about 100 s per round)", reportEnv)
 	}
 	rounds := 5
 	if s := os.Getenv(reportRoundsEnv); s != "" {
@@ -55,15 +56,16 @@ func TestReport(t *testing.T) {
 		require.True(t, n > 0 && n <= 100, "%s must be in 1..100", reportRoundsEnv)
 		rounds = n
 	}
+	loadBefore := loadAverage()
 	cl := startCluster(t)
 	// Before any load: what a round trip costs direct and through a proxy.
 	pings := [2]time.Duration{pingP50(t, cl.addrs[0]), pingP50(t, cl.lan[0])}
 	meter, err := NewMeter(cl.addrs)
 	require.NoError(t, err)
 	defer meter.Close()
-	healthy := contenders(t, cl.addrs)
-	slow := contenders(t, cl.slow)
-	lan := contenders(t, cl.lan)
+	healthy := contenders(t, cl.addrs, allNames())
+	slow := contenders(t, cl.slow, coreNames())
+	lan := contenders(t, cl.lan, coreNames())
 	ctx := context.Background()
 	for _, set := range []struct {
 		name string
@@ -80,6 +82,7 @@ func TestReport(t *testing.T) {
 	}
 	o := NewObserver("", time.Now(), libScripts(t).acquire)
 	variants := contentionVariants(t, cl.addrs, o)
+	scale := startScaleSets(t)
 
 	var all []Round
 	for r := range rounds {
@@ -119,6 +122,7 @@ func TestReport(t *testing.T) {
 			recordPar(round, "lan/"+c.Name, res)
 			settle()
 		}
+		runScaleRound(t, round, scale, r)
 		for _, v := range rotate(variants, r) {
 			key := fmt.Sprintf("contend:%s:%d", v.name, r)
 			base := time.Now()
@@ -134,11 +138,24 @@ func TestReport(t *testing.T) {
 		t.Logf("round %d of %d done", r+1, rounds)
 	}
 
-	out := reportHeader(t, cl, rounds, pings) + "\n" + reportTables(all)
+	out := reportHeader(t, cl, rounds, pings) + scaleHeader(scale) +
+		fmt.Sprintf("Load average (1, 5, 15 min) before the run: %s; after: %s.\n", loadBefore, loadAverage()) +
+		"\n" + reportTables(all)
 	fmt.Print(out)
 	if path := os.Getenv(reportOutEnv); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 	}
+}
+
+// loadAverage returns the machine's load averages as /proc/loadavg gives
+// them, or "n/a".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], ", ")
 }
 
 // rotate returns xs starting at index r mod len(xs).
@@ -173,9 +190,10 @@ func recordPar(r Round, row string, p *ParResult) {
 // recordCosts notes the costs per operation (acquire + release): this
 // process's CPU, allocations and read/write system calls, the commands the
 // contender sent (counted on its side), and the masters' CPU and new
-// connections, summed over the five. The client's include the measuring
-// itself and any background clean-up of earlier operations that ran
-// meanwhile.
+// connections, summed over the masters; and the busiest master's CPU, with
+// the locks per second at which it would use a whole core. The client's
+// include the measuring itself and any background clean-up of earlier
+// operations that ran meanwhile.
 func recordCosts(r Round, row string, ops int, c Costs, sent int64) {
 	if ops == 0 {
 		return
@@ -188,8 +206,16 @@ func recordCosts(r Round, row string, ops int, c Costs, sent int64) {
 		r[row+"/syscalls_op"] = c.Syscalls / n
 	}
 	r[row+"/masters_cpu_us"] = micros(c.MastersCPU) / n
+	if busiest := micros(c.BusiestMaster()) / n; busiest > 0 {
+		r[row+"/busiest_cpu_us"] = busiest
+		r[row+"/ceiling_locks_s"] = 1e6 / busiest
+	}
 	r[row+"/commands_op"] = float64(sent) / n
 	r[row+"/conns_op"] = float64(c.Connections) / n
+	r[row+"/server_io_op"] = float64(c.ServerIO) / n
+	if !math.IsNaN(c.Wakeups) {
+		r[row+"/wakeups_op"] = c.Wakeups / n
+	}
 }
 
 func recordContention(r Round, row string, c *ContentionResult, dropped, residue int) {
@@ -251,7 +277,7 @@ func pingP50(t *testing.T, addr string) time.Duration {
 }
 
 func reportTables(rounds []Round) string {
-	libs := contenderNames
+	libs, core := allNames(), coreNames()
 	seqCols := []Column{
 		{"p50 µs", "p50_us", "%.0f"}, {"p99 µs", "p99_us", "%.0f"},
 		{"ops/s", "ops_s", "%.0f"}, {"errors", "errors", "%.0f"},
@@ -272,8 +298,10 @@ func reportTables(rounds []Round) string {
 		}
 	}
 	for _, l := range libs {
-		slowRows = append(slowRows, Row{l, "slow/" + l})
 		parRows = append(parRows, Row{l, "par/" + l})
+	}
+	for _, l := range core {
+		slowRows = append(slowRows, Row{l, "slow/" + l})
 		lanRows = append(lanRows, Row{l, "lan/" + l})
 	}
 	vs := []string{"quorumlock-shared", "quorumlock-shared-pooled", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
@@ -328,6 +356,7 @@ func reportTables(rounds []Round) string {
 			Target{Title: v.name + ": longest wait ms", Value: Value(row + "/max_wait_ms"), Limit: 100, Verb: "%.0f"},
 		)
 	}
+	tables = append(tables, scaleTables()...)
 	var b strings.Builder
 	for _, tb := range tables {
 		b.WriteString(tb.Markdown(rounds) + "\n")
@@ -354,12 +383,23 @@ func reportTables(rounds []Round) string {
 		{"1 goroutine: p50 quorumlock / floor-lua, distinct keys: the library's client code", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor-lua/p50_us")},
 		{"1 goroutine: masters' CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/masters_cpu_us", "seq-distinct/floor/masters_cpu_us")},
 		{"1 goroutine: client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
+		{"64 goroutines: locks/s quorumlock-goredis / quorumlock: the go-redis adapter", Ratio("par/quorumlock-goredis/ops_s", "par/quorumlock/ops_s")},
+		{"64 goroutines: locks/s quorumlock-goredis / quorumlock-pooled", Ratio("par/quorumlock-goredis/ops_s", "par/quorumlock-pooled/ops_s")},
+		{"64 goroutines: locks/s quorumlock-rueidis / quorumlock: the rueidis adapter", Ratio("par/quorumlock-rueidis/ops_s", "par/quorumlock/ops_s")},
+		{"64 goroutines: locks/s quorumlock-rueidis-dials / quorumlock", Ratio("par/quorumlock-rueidis-dials/ops_s", "par/quorumlock/ops_s")},
+		{"64 goroutines: masters' CPU quorumlock-rueidis / quorumlock-rueidis-dials: the guard's questions on every call", Ratio("par/quorumlock-rueidis/masters_cpu_us", "par/quorumlock-rueidis-dials/masters_cpu_us")},
+		{"64 goroutines: locks/s redsync-goredis / redsync: redsync's go-redis adapter", Ratio("par/redsync-goredis/ops_s", "par/redsync/ops_s")},
+		{"64 goroutines: locks/s quorumlock-goredis / redsync-goredis: both on go-redis", Ratio("par/quorumlock-goredis/ops_s", "par/redsync-goredis/ops_s")},
+		{"1 goroutine: p50 quorumlock-goredis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/quorumlock/p50_us")},
+		{"1 goroutine: p50 quorumlock-rueidis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-rueidis/p50_us", "seq-distinct/quorumlock/p50_us")},
+		{"1 goroutine: p50 quorumlock-goredis / redsync-goredis, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/redsync-goredis/p50_us")},
 		{"8 goroutines on one key: locks/s quorumlock-shared / quorumlock-shared-pooled", Ratio("contend/quorumlock-shared/locks_s", "contend/quorumlock-shared-pooled/locks_s")},
 		{"p50 quorumlock, 1 master late / quorumlock healthy", Ratio("slow/quorumlock/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"p50 redsync-failfast, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync-failfast/p50_us", "slow/quorumlock/p50_us")},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", d.title, Summarise(series(rounds, d.value)).Format("%.2f"))
 	}
+	b.WriteString("\n" + scaleRatios(rounds))
 	return b.String()
 }
 

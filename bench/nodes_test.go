@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	goredisdriver "github.com/quorumlock/quorumlock/driver/goredis"
+	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
+	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/redlock"
+)
+
+// lockNode is one node of a lock's quorum: a standalone master, or a Redis
+// Cluster reached through its seeds.
+type lockNode struct {
+	seeds   []string // "host:port"; one for a standalone master
+	cluster bool
+}
+
+// standaloneNodes returns a standalone node per address.
+func standaloneNodes(addrs []string) []lockNode {
+	ns := make([]lockNode, len(addrs))
+	for i, a := range addrs {
+		ns[i] = lockNode{seeds: []string{a}}
+	}
+	return ns
+}
+
+// url is the node as pool.Open takes it: the address, or a
+// redis+cluster:// URL listing the seeds.
+func (n lockNode) url() string {
+	if n.cluster {
+		return "redis+cluster://" + strings.Join(n.seeds, ",")
+	}
+	return n.seeds[0]
+}
+
+// nodeNames are the contenders newNodeContender makes on standalone
+// masters and on clusters alike, in table order. quorumlock pipelined is
+// not among them: pool.NewCluster's node pools take the pooled mode
+// whatever the options say, so on clusters the library runs pooled, and
+// quorumlock-pooled is its measure on both.
+func nodeNames() []string {
+	return []string{"quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials", "redsync-goredis"}
+}
+
+// newNodeContender returns the named contender over nodes, its commands
+// counted in sent, closed with the test:
+//
+//   - quorumlock, quorumlock-pooled: the library over pool.Open, pipelined
+//     or pooled: a pool.Redis for a master, a pool.Cluster for a
+//     redis+cluster:// URL (whose node pools are pooled either way);
+//   - quorumlock-goredis: the library over the go-redis adapter, with a
+//     *goredis.Client per master or a *goredis.ClusterClient per cluster;
+//   - quorumlock-rueidis: the library over the rueidis adapter as it comes,
+//     the restart guard's questions going with every call;
+//   - quorumlock-rueidis-dials: the same with the client's dials counted
+//     (rueidisdriver.WithDials), the questions going only on a new
+//     connection, as with the other drivers;
+//   - redsync-goredis: redsync with its go-redis v9 adapter, on the same
+//     go-redis clients.
+//
+// The commands are counted where they leave the client: a wrapped driver
+// for quorumlock (as newQuorumLock), a go-redis hook, a wrapped rueidis
+// client.
+func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic.Int64) Locker {
+	tb.Helper()
+	switch name {
+	case "redsync-goredis":
+		clients := make([]goredis.UniversalClient, len(nodes))
+		for i, n := range nodes {
+			clients[i] = newGoRedis(n, sent)
+		}
+		r := NewRedsyncGoRedis(clients, lockTTL)
+		tb.Cleanup(func() { r.Close() })
+		return r
+	case "quorumlock", "quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials":
+	default:
+		tb.Fatalf("no contender %q", name)
+	}
+	ms := make([]driver.Master, len(nodes))
+	for i, n := range nodes {
+		var (
+			m   driver.Master
+			err error
+		)
+		switch name {
+		case "quorumlock", "quorumlock-pooled":
+			m, err = pool.Open(n.url(), pool.WithPipeline(name == "quorumlock"))
+			if err == nil {
+				m = countedMaster{m, sent}
+			}
+		case "quorumlock-goredis":
+			m, err = goredisdriver.New(newGoRedis(n, sent), goredisdriver.WithCloseClient())
+		default:
+			m, err = newRueidisMaster(n, name == "quorumlock-rueidis-dials", sent)
+		}
+		require.NoError(tb, err, "%s on %v", name, n.seeds)
+		tb.Cleanup(func() { m.Close() }) // after the client's: cleanups run last first
+		ms[i] = m
+	}
+	c, err := redlock.New(ms, redlock.WithRestartGuard(0))
+	require.NoError(tb, err)
+	q := NewQuorumLock(c, lockTTL)
+	tb.Cleanup(func() { q.Close() })
+	return q
+}
+
+// newGoRedis returns a go-redis client to n, a cluster client for a
+// cluster, counting its commands in sent.
+func newGoRedis(n lockNode, sent *atomic.Int64) goredis.UniversalClient {
+	var c goredis.UniversalClient
+	if n.cluster {
+		c = NewGoRedisCluster(n.seeds)
+	} else {
+		c = NewGoRedisClient(n.seeds[0])
+	}
+	countGoRedis(c, sent)
+	return c
+}
+
+// newRueidisMaster returns the rueidis adapter over a client to n that
+// counts its commands in sent, with its dials counted or not; closing it
+// closes the client.
+func newRueidisMaster(n lockNode, withDials bool, sent *atomic.Int64) (driver.Master, error) {
+	client, dials, err := NewRueidisClient(n.seeds, withDials)
+	if err != nil {
+		return nil, err
+	}
+	opts := []rueidisdriver.Option{rueidisdriver.WithCloseClient()}
+	if withDials {
+		opts = append(opts, rueidisdriver.WithDials(dials))
+	}
+	m, err := rueidisdriver.New(countedRueidis{client, sent}, opts...)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return m, nil
+}
