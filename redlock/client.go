@@ -61,7 +61,9 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	}
 	nodes := make([]node, len(masters))
 	for i, p := range masters {
-		nodes[i] = &master{drv: p, scripts: c.scripts, names: c.names(), clock: c.o.clock,
+		names := c.names()
+		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
+		nodes[i] = &master{drv: p, scripts: c.scripts, names: names, clock: c.o.clock,
 			guards: newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
 			conds:  &conditions{log: c.o.logger, node: p.Addr()}}
 	}

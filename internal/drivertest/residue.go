@@ -19,6 +19,7 @@ import (
 const (
 	fencePrefix   = "quorumlock:fence:"       // + {T}k: k's fencing counter, kept for the retention
 	floorPrefix   = "quorumlock:fence-floor:" // + {T}: the fence floor of k's slot, and + ":stamp" its stamp
+	masterFloor   = "quorumlock:fence-floor"  // a plain master's one fence floor, and + ":stamp" its stamp
 	voidPrefix    = "quorumlock:void:"        // + {T}token: a tombstone, for as long as a request may be on its way
 	releasePrefix = "quorumlock:released:"    // + {T}k: the channel k's releases are announced on
 )
@@ -73,7 +74,8 @@ func kept(t *testing.T, addr, name string, keys []string) bool {
 	for _, k := range keys {
 		tag := tagOf(t, k)
 		switch {
-		case name == floorPrefix+tag, name == floorPrefix+tag+":stamp":
+		case name == floorPrefix+tag, name == floorPrefix+tag+":stamp",
+			name == masterFloor, name == masterFloor+":stamp":
 			return true
 		case name == fencePrefix+tag+k, strings.HasPrefix(name, voidPrefix+tag):
 			return expires(t, addr, name)

@@ -20,7 +20,12 @@ const ReservedPrefix = "quorumlock:"
 // The lock key itself is the user's key as given, with its own {tag} if it
 // has one, and decides the slot. NS holds no braces (the client refuses
 // them), so the first {…} of every other name is {T}.
-type Names struct{ NS string }
+type Names struct {
+	NS string
+	// PerSlot keeps a fence floor and its stamp per hash slot, as a Redis
+	// Cluster node needs (see Floor); otherwise the master has one of each.
+	PerSlot bool
+}
 
 // Lock is where the lock itself is kept.
 func (n Names) Lock(key string) string { return n.NS + key }
@@ -47,13 +52,18 @@ func (k KeyNames) Lock() string { return k.n.Lock(k.key) }
 // Fence is the key's fencing counter.
 func (k KeyNames) Fence() string { return k.n.NS + ReservedPrefix + "fence:" + k.tag + k.key }
 
-// Floor is the fence floor of the key's slot: see Names.Floor.
-func (k KeyNames) Floor() string { return k.n.NS + ReservedPrefix + "fence-floor:" + k.tag }
+// Floor is the fence floor the key counts from: see Names.Floor.
+func (k KeyNames) Floor() string {
+	if !k.n.PerSlot {
+		return k.n.NS + ReservedPrefix + "fence-floor"
+	}
+	return k.n.NS + ReservedPrefix + "fence-floor:" + k.tag
+}
 
 // Void is the tombstone a roll-back or a release leaves for a token.
 func (k KeyNames) Void(token string) string { return k.n.NS + ReservedPrefix + "void:" + k.tag + token }
 
-// Stamp names who counted the fences of the key's slot: see Names.Stamp.
+// Stamp names who counted the fences of the key's floor: see Names.Stamp.
 func (k KeyNames) Stamp() string { return k.Floor() + ":stamp" }
 
 // Channel is where releases of the key are announced.
@@ -62,18 +72,23 @@ func (k KeyNames) Channel() string { return k.n.channelPrefix() + k.tag + k.key 
 // Fence is the key's fencing counter.
 func (n Names) Fence(key string) string { return n.Of(key).Fence() }
 
-// Floor is the fence floor of key's slot on a master: at least every fence
-// counted there for any key of the slot. A floor per slot rather than per
-// master covers everything it must, since a key's counter lives only in the
-// key's slot and every count and raise of it raises that slot's floor, and it
-// moves with the slot when a cluster reshards.
+// Floor is the fence floor of key on a master: at least every fence counted
+// there for any key it covers. On a plain master it is one key for the whole
+// master, outside every key's slot, as no cluster asks for one. With
+// PerSlot it is one per hash slot, in key's slot: that covers everything it
+// must, since a key's counter lives only in the key's slot and every count
+// and raise of it raises that slot's floor, and it moves with the slot when
+// a cluster reshards. One per master starts its clock seed once, where one
+// per slot starts one for each slot at its first count: masters seed apart
+// (their clocks are read at different moments), so right after a seed the
+// masters' counts disagree and the fence needs raising.
 func (n Names) Floor(key string) string { return n.Of(key).Floor() }
 
 // Void is the tombstone a roll-back or a release leaves for a token of key.
 func (n Names) Void(key, token string) string { return n.Of(key).Void(token) }
 
 // Stamp names the server process and replication history that counted the
-// fences of key's slot on a master (see lib.lua's fenceEpoch). It is written
+// fences of key's floor on a master (see lib.lua's fenceEpoch). It is written
 // without replication, so it never reaches a replica or the AOF.
 func (n Names) Stamp(key string) string { return n.Of(key).Stamp() }
 

@@ -23,7 +23,7 @@ var (
 // the user's key as given.
 func TestNames_ShareTheKeysSlot(t *testing.T) {
 	for _, ns := range spaces {
-		n := Names{NS: ns}
+		n := Names{NS: ns, PerSlot: true}
 		for _, key := range keysForNames {
 			lock := n.Lock(key)
 			require.Equal(t, ns+key, lock)
@@ -49,6 +49,18 @@ func TestNames_Distinct(t *testing.T) {
 	}
 }
 
+// A plain master keeps one fence floor and one stamp for all its keys; a
+// cluster node one per slot.
+func TestNames_FloorPerMasterOrPerSlot(t *testing.T) {
+	plain, sharded := Names{NS: "app:"}, Names{NS: "app:", PerSlot: true}
+	assert.Equal(t, "app:quorumlock:fence-floor", plain.Floor("a"))
+	assert.Equal(t, plain.Floor("a"), plain.Floor("{user:1}:job"))
+	assert.Equal(t, "app:quorumlock:fence-floor:stamp", plain.Stamp("a"))
+	assert.NotEqual(t, sharded.Floor("a"), sharded.Floor("b"), "a and b are in different slots")
+	assert.Equal(t, sharded.Floor("{t}a"), sharded.Floor("{t}b"), "one slot")
+	assert.Equal(t, plain.Fence("a"), sharded.Fence("a"), "counters are per key either way")
+}
+
 // KeyOf reads the key back from its channel, and nothing from other
 // channels.
 func TestNames_KeyOf(t *testing.T) {
@@ -70,7 +82,7 @@ func TestNames_KeyOf(t *testing.T) {
 func TestNames_ClusterKeySlot(t *testing.T) {
 	c := redistest.StartCluster(t, redistest.ClusterOptions{})
 	node := c.Nodes()[0]
-	n := Names{NS: "app:"}
+	n := Names{NS: "app:", PerSlot: true}
 	for _, key := range keysForNames {
 		for _, name := range []string{n.Lock(key), n.Fence(key), n.Floor(key), n.Void(key, "t"), n.Stamp(key), n.Channel(key)} {
 			got, err := node.Do("CLUSTER", "KEYSLOT", name)
