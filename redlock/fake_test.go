@@ -416,8 +416,9 @@ func drive(t *testing.T, clk *clock.Fake, fakes []*fakeNode, step time.Duration,
 		if clk.Timers() > 0 && settled(fakes) {
 			// Let the answers reach the fan-out, whose goroutines still
 			// have to pass them on once the fakes are done; a loaded
-			// machine can hold them back for a while.
-			time.Sleep(2 * time.Millisecond)
+			// machine can hold them back for a while (2 ms was seen to be
+			// too short under -race with other packages' tests beside).
+			time.Sleep(20 * time.Millisecond)
 			if settled(fakes) {
 				clk.Advance(step)
 			}
