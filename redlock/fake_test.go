@@ -119,7 +119,7 @@ func (f *fakeNode) waitForOthers() {
 			o.mu.Unlock()
 		}
 		if all {
-			time.Sleep(time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // their answers reach the fan-out
 			return
 		}
 		time.Sleep(time.Millisecond)

@@ -81,7 +81,7 @@ func parked(t *testing.T, clk *clock.Fake, fakes []*fakeNode) {
 		if !quiet() {
 			return false
 		}
-		time.Sleep(time.Millisecond) // and still so a moment later
+		time.Sleep(20 * time.Millisecond) // and still so a moment later, answers taken by the fan-out
 		return quiet()
 	}, 5*time.Second, 100*time.Microsecond)
 }
@@ -161,7 +161,7 @@ func TestAutoExtend_TransientFailuresDoNotLoseTheLock(t *testing.T) {
 		parked(t, clk, fakes)
 		clk.Advance(d)
 		require.Eventually(t, func() bool { return extends() >= n && settled(fakes) }, 5*time.Second, 100*time.Microsecond)
-		time.Sleep(time.Millisecond) // let the watchdog read the answers
+		time.Sleep(20 * time.Millisecond) // let the watchdog read the answers
 	}
 
 	// A minority down: the extension still reaches a quorum.
