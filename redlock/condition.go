@@ -35,6 +35,13 @@ func (c *condition) note(err error) {
 	kind := failureKind(err)
 	c.mu.Lock()
 	prev := c.kind
+	if kind != "" && remedy(kind) == "" && remedy(prev) != "" {
+		// A passing failure (a timeout, a dropped connection) of a master
+		// that fails for good until its configuration changes: that is
+		// still the state to report, and the warning stands.
+		c.mu.Unlock()
+		return
+	}
 	c.kind = kind
 	c.mu.Unlock()
 	what, effect := c.what, c.effect

@@ -121,3 +121,20 @@ func TestConditions_ClusterChangeIsNotPermanent(t *testing.T) {
 		}
 	}
 }
+
+// A master that fails for good (NOAUTH here) and now and then also times
+// out is reported once: the timeouts do not end its failure, and the next
+// NOAUTH is not a new one. An answer ends it.
+func TestCondition_PassingFailuresDoNotInterruptAPermanentOne(t *testing.T) {
+	var out logLines
+	c := &condition{log: slog.New(slog.NewTextHandler(&out, nil)), addr: "m"}
+	noauth := driver.Error("NOAUTH Authentication required.")
+	for _, err := range []error{noauth, context.DeadlineExceeded, noauth, errBroken, noauth, nil, context.DeadlineExceeded} {
+		c.note(err)
+	}
+	lines := out.lines()
+	require.Len(t, lines, 3, "%q", lines)
+	assert.Contains(t, lines[0], "failure=NOAUTH")
+	assert.Contains(t, lines[1], "answers again")
+	assert.Contains(t, lines[2], "failure=\"no reply\"")
+}
