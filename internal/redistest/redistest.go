@@ -253,6 +253,11 @@ func (s *Server) signal(sig syscall.Signal, wait bool) error {
 	}
 	select {
 	case <-exited:
+		// Gone already, as a server that could not bind its port is: it
+		// is not running either.
+		if wait {
+			s.forget(cmd)
+		}
 		return nil
 	default:
 	}
@@ -271,12 +276,17 @@ func (s *Server) signal(sig syscall.Signal, wait bool) error {
 		cmd.Process.Kill()
 		<-exited
 	}
+	s.forget(cmd)
+	return nil
+}
+
+// forget records that cmd, the server's process, has exited.
+func (s *Server) forget(cmd *exec.Cmd) {
 	s.mu.Lock()
 	if s.cmd == cmd {
 		s.cmd = nil
 	}
 	s.mu.Unlock()
-	return nil
 }
 
 // Kill sends SIGKILL and waits for the process to exit.
