@@ -57,6 +57,21 @@ type Master interface {
 	Close() error
 }
 
+// Starter is a Master that can start a call and hand over its reply later,
+// without a goroutine of the caller's waiting for it: on a pipelined
+// connection, the connection's reader delivers the reply. The lock fans a
+// call out to its masters through Start when a driver offers it, and
+// through Eval, each in a goroutine, when not.
+type Starter interface {
+	Master
+	// Start runs call as Eval does, within ctx's deadline, and calls done
+	// exactly once with what Eval would have returned. done may be called
+	// from any goroutine, before Start returns or later; it must not block,
+	// for it may run on the goroutine that reads the connection's replies.
+	// ctx must have a deadline.
+	Start(ctx context.Context, call Call, done func(Reply, error))
+}
+
 // Script is one Lua script of the lock.
 type Script struct {
 	Name string // for errors and logs

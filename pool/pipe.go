@@ -79,11 +79,16 @@ type request struct {
 	vals []any  // the replies so far, in the neutral form
 	err  error  // the connection failed before every reply came
 	done chan struct{}
-	// Under the pipe's lock: complete once vals or err is final;
-	// abandoned once its caller stopped waiting; mark is the pipe's
-	// replies when the request was queued.
-	complete, abandoned bool
-	mark                uint64
+	// notify, when set, is called instead of signalling done, once vals or
+	// err is final and its caller still waits, outside the pipe's lock: a
+	// started call's continuation (see start.go).
+	notify func()
+	// Under the pipe's lock: queued once send took it; complete once vals
+	// or err is final; abandoned once its caller stopped waiting (a
+	// request abandoned before it was queued is refused by send); mark is
+	// the pipe's replies when the request was queued.
+	queued, complete, abandoned bool
+	mark                        uint64
 }
 
 // Limits of a writer.
@@ -119,10 +124,11 @@ func newPipe(pl *pipeline, nc net.Conn, writeTimeout time.Duration) *pipe {
 // requests. deadline is q's; the zero time means none.
 func (p *pipe) send(q *request, deadline time.Time) bool {
 	p.mu.Lock()
-	if !p.accepting.Load() {
+	if !p.accepting.Load() || q.abandoned {
 		p.mu.Unlock()
 		return false
 	}
+	q.queued = true
 	p.out = append(p.out, q.buf...)
 	q.mark = p.replies
 	p.queue = append(p.queue, q)
@@ -256,12 +262,18 @@ func (p *pipe) read() {
 		}
 		p.pop()
 		q.complete = true
+		var notify func()
 		if !q.abandoned {
 			p.waiting--
-			q.done <- struct{}{}
+			if notify = q.notify; notify == nil {
+				q.done <- struct{}{}
+			}
 		}
 		discard := p.poisoned && p.waiting == 0
 		p.mu.Unlock()
+		if notify != nil {
+			notify()
+		}
 		if discard {
 			p.fail(errDiscarded)
 			return
@@ -297,9 +309,17 @@ func (p *pipe) wait(ctx context.Context, q *request) error {
 		<-q.done
 		return nil
 	}
+	err := ctx.Err()
+	p.abandon(q, err)
+	return err
+}
+
+// abandon stops waiting for q, which is queued and not complete, because
+// of err: q's caller's ctx ended. The caller holds p.mu, which abandon
+// releases.
+func (p *pipe) abandon(q *request, err error) {
 	q.abandoned = true
 	p.waiting--
-	err := ctx.Err()
 	if errors.Is(err, context.DeadlineExceeded) && p.replies == q.mark {
 		// Poisoned: the master answered nothing while the request waited.
 		// No new request goes on this connection; it is closed when no
@@ -312,7 +332,6 @@ func (p *pipe) wait(ctx context.Context, q *request) error {
 	if discard {
 		p.fail(errDiscarded)
 	}
-	return err
 }
 
 // fail ends the pipe with err, the first time: every waiting caller is
@@ -325,16 +344,24 @@ func (p *pipe) fail(err error) {
 	}
 	p.err = err
 	p.accepting.Store(false)
+	var notify []func()
 	for _, q := range p.queue[p.head:] {
 		if !q.abandoned {
 			q.err, q.complete = err, true
-			q.done <- struct{}{}
+			if q.notify != nil {
+				notify = append(notify, q.notify)
+			} else {
+				q.done <- struct{}{}
+			}
 		}
 	}
 	p.queue, p.head, p.waiting, p.out = nil, 0, 0, nil
 	p.mu.Unlock()
 	p.raw.Close()
 	p.pl.forget(p)
+	for _, f := range notify {
+		f()
+	}
 }
 
 // lost reports that the pipe ended because the connection dropped (the

@@ -42,6 +42,22 @@ func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
 	return pl
 }
 
+// slot returns the next slot, round robin.
+func (pl *pipeline) slot() *connSlot {
+	if len(pl.slots) == 1 {
+		return &pl.slots[0]
+	}
+	return &pl.slots[int(pl.next.Add(1)%uint32(len(pl.slots)))]
+}
+
+// open returns the slot's pipe if it is open and taking requests, or nil.
+func (s *connSlot) open() *pipe {
+	if p := s.cur.Load(); p != nil && p.accepting.Load() {
+		return p
+	}
+	return nil
+}
+
 // maxPipeWaits bounds how many dials of other callers a caller waits for
 // before it gives up on getting a pipe.
 const maxPipeWaits = 8
@@ -51,11 +67,8 @@ const maxPipeWaits = 8
 // wait for it within their ctx. lost reports that a pipe was replaced
 // because its connection had dropped.
 func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
-	s := &pl.slots[0]
-	if len(pl.slots) > 1 {
-		s = &pl.slots[int(pl.next.Add(1)%uint32(len(pl.slots)))]
-	}
-	if p := s.cur.Load(); p != nil && p.accepting.Load() {
+	s := pl.slot()
+	if p := s.open(); p != nil {
 		return p, false, nil
 	}
 	for range maxPipeWaits {
@@ -152,7 +165,8 @@ func (pl *pipeline) request() *request {
 // recycled: its reply may still come.
 func (pl *pipeline) recycle(q *request) {
 	clear(q.vals)
-	q.err, q.complete, q.abandoned = nil, false, false
+	q.err, q.notify = nil, nil
+	q.queued, q.complete, q.abandoned = false, false, false
 	if cap(q.buf) > maxBufferKept {
 		q.buf = nil
 	}
@@ -216,42 +230,64 @@ func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Rep
 // script. errNotSent means that nothing was run and the call may go
 // elsewhere.
 func (pl *pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
-	argv := call.Argv(check, asked)
 	q := pl.request()
+	argv := q.encode(call, check, asked)
+	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
+		return nil, nil, err
+	}
+	v, answers := q.split(asked)
+	pl.recycle(q)
+	if noScript(v) {
+		return pl.evalSource(ctx, p, call, argv, answers, deadline)
+	}
+	v, err := replyOrError(v)
+	return v, answers, err
+}
+
+// encode puts call's commands in q: the check's questions when asked, then
+// EVALSHA. It returns the script's arguments as sent.
+func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (argv []string) {
+	argv = call.Argv(check, asked)
+	q.want = 1
 	if asked {
 		questions := check.Commands()
 		for _, w := range questions {
 			q.buf = appendCommand(q.buf, w)
 		}
-		q.want = len(questions) + 1
-	} else {
-		q.want = 1
+		q.want += len(questions)
 	}
 	q.buf = appendEval(q.buf, call, argv, false)
+	return argv
+}
+
+// split returns the script's reply of a request that encode filled, and the
+// answers to the check's questions when asked (a copy: q may be recycled).
+func (q *request) split(asked bool) (v any, answers []any) {
+	if asked {
+		answers = append([]any(nil), q.vals[:len(q.vals)-1]...)
+	}
+	return q.vals[len(q.vals)-1], answers
+}
+
+// noScript reports the reply of a master that has not cached the script.
+func noScript(v any) bool {
+	e, ok := v.(driver.Error)
+	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
+}
+
+// evalSource runs call by its source (EVAL) on p, after the master answered
+// EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
+// server the answers describe.
+func (pl *pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, argv []string, answers []any, deadline time.Time) (any, []any, error) {
+	q := pl.request()
+	q.want = 1
+	q.buf = appendEval(q.buf, call, argv, true)
 	vals, err := pl.roundTrip(ctx, p, q, deadline)
 	if err != nil {
-		return nil, nil, err
+		return nil, answers, err
 	}
-	var answers []any
-	if asked {
-		answers = append([]any(nil), vals[:len(vals)-1]...)
-	}
-	v := vals[len(vals)-1]
+	v := vals[0]
 	pl.recycle(q)
-
-	if e, ok := v.(driver.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
-		// The master lost its script cache: the source, on the same
-		// connection, so that it goes to the server the answers describe.
-		q = pl.request()
-		q.want = 1
-		q.buf = appendEval(q.buf, call, argv, true)
-		vals, err = pl.roundTrip(ctx, p, q, deadline)
-		if err != nil {
-			return nil, answers, err
-		}
-		v = vals[0]
-		pl.recycle(q)
-	}
 	v, err = replyOrError(v)
 	return v, answers, err
 }

@@ -74,6 +74,56 @@ func evalWithin(p *pool.Redis, d time.Duration, call driver.Call) (driver.Reply,
 	return p.Eval(ctx, call)
 }
 
+// way is how a test sends its calls: by Eval, or by Start and a wait for
+// its done.
+type way struct {
+	name string
+	eval func(p *pool.Redis, ctx context.Context, call driver.Call) (driver.Reply, error)
+}
+
+// within runs call the test's way with a ctx that ends after d.
+func (w way) within(p *pool.Redis, d time.Duration, call driver.Call) (driver.Reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return w.eval(p, ctx, call)
+}
+
+// bothWays runs f with calls sent by Eval and by Start. Through Start, the
+// test fails if done is not called by slack after the call's deadline, or
+// is called more than once.
+func bothWays(t *testing.T, f func(t *testing.T, w way)) {
+	t.Run("Eval", func(t *testing.T) { f(t, way{"Eval", (*pool.Redis).Eval}) })
+	t.Run("Start", func(t *testing.T) {
+		var started, finished atomic.Int64
+		t.Cleanup(func() {
+			assert.Equal(t, started.Load(), finished.Load(), "every Start's done called once")
+		})
+		f(t, way{"Start", func(p *pool.Redis, ctx context.Context, call driver.Call) (driver.Reply, error) {
+			type result struct {
+				rep driver.Reply
+				err error
+			}
+			got := make(chan result, 2) // room for a second call, which the cleanup reports
+			started.Add(1)
+			p.Start(ctx, call, func(rep driver.Reply, err error) {
+				finished.Add(1)
+				got <- result{rep, err}
+			})
+			limit := longWait
+			if dl, ok := ctx.Deadline(); ok {
+				limit = time.Until(dl) + slack
+			}
+			select {
+			case r := <-got:
+				return r.rep, r.err
+			case <-time.After(limit):
+				t.Errorf("Start's done not called by %v after the deadline", slack)
+				return driver.Reply{}, errors.New("no reply")
+			}
+		}})
+	})
+}
+
 // clientsOf returns how many connections the server has from clients
 // other than the one asking.
 func clientsOf(t *testing.T, addr string) int {
@@ -99,49 +149,51 @@ func eventually(t *testing.T, what string, f func() bool) {
 }
 
 func TestPipeline_ConcurrentEvals_EachGetsItsOwnReplyOnOneConnection(t *testing.T) {
-	const goroutines, each = 64, 100
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
+	bothWays(t, func(t *testing.T, w way) {
+		const goroutines, each = 64, 100
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
 
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				id := fmt.Sprintf("%d.%d", g, i)
-				call := echoCall(id)
-				n := i % 3 // a third of the calls alone, the others with 1 or 2 questions ahead
-				if n > 0 {
-					check := questions(id, n)
-					call.Check = func(string) *driver.Check { return check }
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range each {
+					id := fmt.Sprintf("%d.%d", g, i)
+					call := echoCall(id)
+					n := i % 3 // a third of the calls alone, the others with 1 or 2 questions ahead
+					if n > 0 {
+						check := questions(id, n)
+						call.Check = func(string) *driver.Check { return check }
+					}
+					rep, err := w.within(p, waitLimit, call)
+					if err == nil {
+						err = wantEcho(rep, id)
+					}
+					if err == nil && n > 0 {
+						err = wantAnswers(rep, id, n)
+					}
+					if err == nil && n == 0 && rep.Answers != nil {
+						err = fmt.Errorf("call %s: answers without a check: %#v", id, rep.Answers)
+					}
+					if err == nil && rep.Dials != 1 {
+						err = fmt.Errorf("call %s: Dials %d, want 1", id, rep.Dials)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
 				}
-				rep, err := evalWithin(p, waitLimit, call)
-				if err == nil {
-					err = wantEcho(rep, id)
-				}
-				if err == nil && n > 0 {
-					err = wantAnswers(rep, id, n)
-				}
-				if err == nil && n == 0 && rep.Answers != nil {
-					err = fmt.Errorf("call %s: answers without a check: %#v", id, rep.Answers)
-				}
-				if err == nil && rep.Dials != 1 {
-					err = fmt.Errorf("call %s: Dials %d, want 1", id, rep.Dials)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	assert.EqualValues(t, 1, p.Dials(), "every call shared one connection")
-	assert.Equal(t, 1, clientsOf(t, srv.Addr()), "the server sees one connection from the pool")
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		assert.EqualValues(t, 1, p.Dials(), "every call shared one connection")
+		assert.Equal(t, 1, clientsOf(t, srv.Addr()), "the server sees one connection from the pool")
+	})
 }
 
 func TestPipeline_Conns_CallsTakeTheConnectionsInTurn(t *testing.T) {
@@ -161,74 +213,78 @@ func TestPipeline_Conns_CallsTakeTheConnectionsInTurn(t *testing.T) {
 // the others waiting on the same connection, which get their own replies
 // when the master resumes; the connection is then replaced.
 func TestPipeline_PausedMaster_EachRequestEndsAtItsOwnDeadline(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait), pool.WithWriteTimeout(longWait))
-	_, err := evalWithin(p, waitLimit, echoCall("warm"))
-	require.NoError(t, err)
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait), pool.WithWriteTimeout(longWait))
+		_, err := w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
 
-	require.NoError(t, srv.Pause())
-	defer srv.Resume()
-	const short, long, resumeAt = 100 * time.Millisecond, 3 * time.Second, 400 * time.Millisecond
-	type outcome struct {
-		rep     driver.Reply
-		err     error
-		elapsed time.Duration
-	}
-	run := func(id string, d time.Duration) <-chan outcome {
-		out := make(chan outcome, 1)
-		go func() {
-			begin := time.Now()
-			rep, err := evalWithin(p, d, echoCall(id))
-			out <- outcome{rep, err, time.Since(begin)}
-		}()
-		return out
-	}
-	a := run("a", short)
-	time.Sleep(10 * time.Millisecond) // b's command goes out after a's
-	b := run("b", long)
+		require.NoError(t, srv.Pause())
+		defer srv.Resume()
+		const short, long, resumeAt = 100 * time.Millisecond, 3 * time.Second, 400 * time.Millisecond
+		type outcome struct {
+			rep     driver.Reply
+			err     error
+			elapsed time.Duration
+		}
+		run := func(id string, d time.Duration) <-chan outcome {
+			out := make(chan outcome, 1)
+			go func() {
+				begin := time.Now()
+				rep, err := w.within(p, d, echoCall(id))
+				out <- outcome{rep, err, time.Since(begin)}
+			}()
+			return out
+		}
+		a := run("a", short)
+		time.Sleep(10 * time.Millisecond) // b's command goes out after a's
+		b := run("b", long)
 
-	ra := <-a
-	require.Error(t, ra.err)
-	assert.True(t, isTimeout(ra.err), "not a timeout: %v", ra.err)
-	assert.GreaterOrEqual(t, ra.elapsed, short)
-	assert.Less(t, ra.elapsed, short+slack, "a waited past its deadline")
-	c := run("c", long) // after a timed out, while b still waits
+		ra := <-a
+		require.Error(t, ra.err)
+		assert.True(t, isTimeout(ra.err), "not a timeout: %v", ra.err)
+		assert.GreaterOrEqual(t, ra.elapsed, short)
+		assert.Less(t, ra.elapsed, short+slack, "a waited past its deadline")
+		c := run("c", long) // after a timed out, while b still waits
 
-	time.Sleep(resumeAt - short)
-	require.NoError(t, srv.Resume())
-	rb, rc := <-b, <-c
-	require.NoError(t, rb.err, "b failed with a: its deadline had not passed")
-	assert.NoError(t, wantEcho(rb.rep, "b"))
-	assert.EqualValues(t, 1, rb.rep.Dials, "b stayed on the connection it was sent on")
-	require.NoError(t, rc.err)
-	assert.NoError(t, wantEcho(rc.rep, "c"))
-	assert.EqualValues(t, 2, rc.rep.Dials, "c went on the connection a timed out on")
+		time.Sleep(resumeAt - short)
+		require.NoError(t, srv.Resume())
+		rb, rc := <-b, <-c
+		require.NoError(t, rb.err, "b failed with a: its deadline had not passed")
+		assert.NoError(t, wantEcho(rb.rep, "b"))
+		assert.EqualValues(t, 1, rb.rep.Dials, "b stayed on the connection it was sent on")
+		require.NoError(t, rc.err)
+		assert.NoError(t, wantEcho(rc.rep, "c"))
+		assert.EqualValues(t, 2, rc.rep.Dials, "c went on the connection a timed out on")
 
-	// The connection a timed out on is discarded once b is answered; the
-	// old one is gone from the server.
-	rep, err := evalWithin(p, waitLimit, echoCall("d"))
-	require.NoError(t, err)
-	assert.NoError(t, wantEcho(rep, "d"))
-	assert.EqualValues(t, 2, rep.Dials, "a poisoned connection was reused")
-	eventually(t, "the discarded connection closes", func() bool { return clientsOf(t, srv.Addr()) == 1 })
+		// The connection a timed out on is discarded once b is answered; the
+		// old one is gone from the server.
+		rep, err := w.within(p, waitLimit, echoCall("d"))
+		require.NoError(t, err)
+		assert.NoError(t, wantEcho(rep, "d"))
+		assert.EqualValues(t, 2, rep.Dials, "a poisoned connection was reused")
+		eventually(t, "the discarded connection closes", func() bool { return clientsOf(t, srv.Addr()) == 1 })
+	})
 }
 
 func TestPipeline_PausedMaster_NewCallsEndAtTheirDeadlines(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait), pool.WithWriteTimeout(longWait), pool.WithDialTimeout(longWait))
-	_, err := evalWithin(p, waitLimit, echoCall("warm"))
-	require.NoError(t, err)
-	require.NoError(t, srv.Pause())
-	defer srv.Resume()
-	for i := range 3 { // on the first connection, then on the ones that replace it
-		elapsed, err := timed(func() error {
-			_, err := evalWithin(p, shortWait, echoCall(fmt.Sprint(i)))
-			return err
-		})
-		require.Error(t, err)
-		assert.True(t, isTimeout(err), "not a timeout: %v", err)
-		assert.Less(t, elapsed, shortWait+slack)
-	}
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait), pool.WithWriteTimeout(longWait), pool.WithDialTimeout(longWait))
+		_, err := w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
+		require.NoError(t, srv.Pause())
+		defer srv.Resume()
+		for i := range 3 { // on the first connection, then on the ones that replace it
+			elapsed, err := timed(func() error {
+				_, err := w.within(p, shortWait, echoCall(fmt.Sprint(i)))
+				return err
+			})
+			require.Error(t, err)
+			assert.True(t, isTimeout(err), "not a timeout: %v", err)
+			assert.Less(t, elapsed, shortWait+slack)
+		}
+	})
 }
 
 // Many callers keep calling while the master is stopped and resumed: no
@@ -236,281 +292,327 @@ func TestPipeline_PausedMaster_NewCallsEndAtTheirDeadlines(t *testing.T) {
 // timeouts, calls succeed again after the resume, and what is left is one
 // connection.
 func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
-	const goroutines, nodeTimeout = 32, 50 * time.Millisecond
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	_, err := evalWithin(p, waitLimit, echoCall("warm"))
-	require.NoError(t, err)
-
-	var (
-		stop                      atomic.Bool
-		resumed                   atomic.Bool
-		okBefore, okAfter, failed atomic.Int64
-		wg                        sync.WaitGroup
-	)
-	errs := make(chan error, goroutines)
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := 0; i < 100000 && !stop.Load(); i++ { // bounded in count; stop bounds it in time
-				id := fmt.Sprintf("%d.%d", g, i)
-				after := resumed.Load()
-				rep, err := evalWithin(p, nodeTimeout, driver.Call{Script: setEcho, Keys: []string{"k:" + id}, Args: []string{id}})
-				switch {
-				case err == nil && rep.Value != id:
-					errs <- fmt.Errorf("call %s got %#v", id, rep.Value)
-					return
-				case err == nil && after:
-					okAfter.Add(1)
-				case err == nil:
-					okBefore.Add(1)
-				case !isTimeout(err):
-					errs <- fmt.Errorf("call %s: not a timeout: %v", id, err)
-					return
-				default:
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	time.Sleep(200 * time.Millisecond)
-	require.NoError(t, srv.Pause())
-	time.Sleep(300 * time.Millisecond) // six node timeouts: every caller times out, some more than once
-	require.NoError(t, srv.Resume())
-	resumed.Store(true)
-	time.Sleep(300 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	t.Logf("before the stop %d, timed out %d, after the resume %d; %d connections opened", okBefore.Load(), failed.Load(), okAfter.Load(), p.Dials())
-	assert.Positive(t, okBefore.Load())
-	assert.Positive(t, failed.Load(), "the stop timed nothing out")
-	assert.Positive(t, okAfter.Load(), "no call succeeded after the resume")
-
-	// Residue: every key the master holds is one whose call went out, with
-	// that call's value; and one connection is left.
-	c, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(waitLimit))
-	require.NoError(t, err)
-	defer c.Close()
-	keys, err := redis.Strings(c.Do("KEYS", "k:*"))
-	require.NoError(t, err)
-	for _, k := range keys {
-		v, err := redis.String(c.Do("GET", k))
+	bothWays(t, func(t *testing.T, w way) {
+		const goroutines, nodeTimeout = 32, 50 * time.Millisecond
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		_, err := w.within(p, waitLimit, echoCall("warm"))
 		require.NoError(t, err)
-		assert.Equal(t, strings.TrimPrefix(k, "k:"), v, "key %s", k)
-	}
-	c.Close()
-	eventually(t, "the pool is down to one connection", func() bool { return clientsOf(t, srv.Addr()) == 1 })
-	rep, err := evalWithin(p, waitLimit, echoCall("last"))
-	require.NoError(t, err)
-	assert.NoError(t, wantEcho(rep, "last"))
+
+		var (
+			stop                      atomic.Bool
+			resumed                   atomic.Bool
+			okBefore, okAfter, failed atomic.Int64
+			wg                        sync.WaitGroup
+		)
+		errs := make(chan error, goroutines)
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := 0; i < 100000 && !stop.Load(); i++ { // bounded in count; stop bounds it in time
+					id := fmt.Sprintf("%d.%d", g, i)
+					after := resumed.Load()
+					rep, err := w.within(p, nodeTimeout, driver.Call{Script: setEcho, Keys: []string{"k:" + id}, Args: []string{id}})
+					switch {
+					case err == nil && rep.Value != id:
+						errs <- fmt.Errorf("call %s got %#v", id, rep.Value)
+						return
+					case err == nil && after:
+						okAfter.Add(1)
+					case err == nil:
+						okBefore.Add(1)
+					case !isTimeout(err):
+						errs <- fmt.Errorf("call %s: not a timeout: %v", id, err)
+						return
+					default:
+						failed.Add(1)
+					}
+				}
+			})
+		}
+		time.Sleep(200 * time.Millisecond)
+		require.NoError(t, srv.Pause())
+		time.Sleep(300 * time.Millisecond) // six node timeouts: every caller times out, some more than once
+		require.NoError(t, srv.Resume())
+		resumed.Store(true)
+		time.Sleep(300 * time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		t.Logf("before the stop %d, timed out %d, after the resume %d; %d connections opened", okBefore.Load(), failed.Load(), okAfter.Load(), p.Dials())
+		assert.Positive(t, okBefore.Load())
+		assert.Positive(t, failed.Load(), "the stop timed nothing out")
+		assert.Positive(t, okAfter.Load(), "no call succeeded after the resume")
+
+		// Residue: every key the master holds is one whose call went out, with
+		// that call's value; and one connection is left.
+		c, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(waitLimit))
+		require.NoError(t, err)
+		defer c.Close()
+		keys, err := redis.Strings(c.Do("KEYS", "k:*"))
+		require.NoError(t, err)
+		for _, k := range keys {
+			v, err := redis.String(c.Do("GET", k))
+			require.NoError(t, err)
+			assert.Equal(t, strings.TrimPrefix(k, "k:"), v, "key %s", k)
+		}
+		c.Close()
+		eventually(t, "the pool is down to one connection", func() bool { return clientsOf(t, srv.Addr()) == 1 })
+		rep, err := w.within(p, waitLimit, echoCall("last"))
+		require.NoError(t, err)
+		assert.NoError(t, wantEcho(rep, "last"))
+	})
 }
 
 // A cancelled call stops waiting at once, keeps its place in line, and
 // leaves the connection in use: the next call on it gets its own reply, not
 // the cancelled one's.
 func TestPipeline_Cancelled_KeepsItsPlaceAndTheConnection(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait))
-	_, err := evalWithin(p, waitLimit, echoCall("warm"))
-	require.NoError(t, err)
-	require.NoError(t, srv.Pause())
-	defer srv.Resume()
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr(), pool.WithReadTimeout(longWait))
+		_, err := w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
+		require.NoError(t, srv.Pause())
+		defer srv.Resume()
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	got := make(chan error, 1)
-	go func() {
-		_, err := p.Eval(ctx, echoCall("cancelled"))
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-got:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(slack):
-		t.Fatal("a cancelled call kept waiting")
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		got := make(chan error, 1)
+		go func() {
+			_, err := w.eval(p, ctx, echoCall("cancelled"))
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-got:
+			assert.ErrorIs(t, err, context.Canceled)
+		case <-time.After(slack):
+			t.Fatal("a cancelled call kept waiting")
+		}
 
-	next := make(chan error, 1)
-	go func() {
-		rep, err := evalWithin(p, waitLimit, echoCall("next"))
-		if err == nil {
-			err = wantEcho(rep, "next")
-		}
-		if err == nil && rep.Dials != 1 {
-			err = fmt.Errorf("Dials %d: the cancelled call's connection was replaced", rep.Dials)
-		}
-		next <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, srv.Resume())
-	require.NoError(t, <-next)
+		next := make(chan error, 1)
+		go func() {
+			rep, err := w.within(p, waitLimit, echoCall("next"))
+			if err == nil {
+				err = wantEcho(rep, "next")
+			}
+			if err == nil && rep.Dials != 1 {
+				err = fmt.Errorf("Dials %d: the cancelled call's connection was replaced", rep.Dials)
+			}
+			next <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, srv.Resume())
+		require.NoError(t, <-next)
+	})
 }
 
 func TestPipeline_NoScript_FallsBackToEvalOnTheSameConnection(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	admin := newPool(t, srv.Addr(), pool.WithPipeline(false))
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		admin := newPool(t, srv.Addr(), pool.WithPipeline(false))
 
-	t.Run("alone", func(t *testing.T) {
-		mustDo(t, admin, "SCRIPT", "FLUSH")
-		check := questions("alone", 2)
-		call := echoCall("alone")
-		call.Check = func(string) *driver.Check { return check }
-		rep, err := evalWithin(p, waitLimit, call)
-		require.NoError(t, err)
-		assert.NoError(t, wantEcho(rep, "alone"))
-		assert.NoError(t, wantAnswers(rep, "alone", 2), "the answers of the EVALSHA that failed are kept")
-		assert.EqualValues(t, 1, p.Dials())
-	})
-	t.Run("flushed while calls run", func(t *testing.T) {
-		const goroutines, each = 16, 50
-		var wg sync.WaitGroup
-		errs := make(chan error, goroutines+1)
-		for g := range goroutines {
-			wg.Go(func() {
-				for i := range each {
-					id := fmt.Sprintf("%d.%d", g, i)
-					rep, err := evalWithin(p, waitLimit, echoCall(id))
-					if err == nil {
-						err = wantEcho(rep, id)
+		t.Run("alone", func(t *testing.T) {
+			mustDo(t, admin, "SCRIPT", "FLUSH")
+			check := questions("alone", 2)
+			call := echoCall("alone")
+			call.Check = func(string) *driver.Check { return check }
+			rep, err := w.within(p, waitLimit, call)
+			require.NoError(t, err)
+			assert.NoError(t, wantEcho(rep, "alone"))
+			assert.NoError(t, wantAnswers(rep, "alone", 2), "the answers of the EVALSHA that failed are kept")
+			assert.EqualValues(t, 1, p.Dials())
+		})
+		t.Run("flushed while calls run", func(t *testing.T) {
+			const goroutines, each = 16, 50
+			var wg sync.WaitGroup
+			errs := make(chan error, goroutines+1)
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range each {
+						id := fmt.Sprintf("%d.%d", g, i)
+						rep, err := w.within(p, waitLimit, echoCall(id))
+						if err == nil {
+							err = wantEcho(rep, id)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
 					}
-					if err != nil {
+				})
+			}
+			wg.Go(func() {
+				for range 20 {
+					if _, err := do(testCtx(t), admin, "SCRIPT", "FLUSH"); err != nil {
 						errs <- err
 						return
 					}
+					time.Sleep(2 * time.Millisecond)
 				}
 			})
-		}
-		wg.Go(func() {
-			for range 20 {
-				if _, err := do(testCtx(t), admin, "SCRIPT", "FLUSH"); err != nil {
-					errs <- err
-					return
-				}
-				time.Sleep(2 * time.Millisecond)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
 			}
+			assert.EqualValues(t, 1, p.Dials())
 		})
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		assert.EqualValues(t, 1, p.Dials())
 	})
 }
 
 // The check's questions go with the call only when due, and are answered
 // in their order; the hint argument goes only when they do not.
 func TestPipeline_Check_AskedWhenDueAndAnsweredInOrder(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	hinted := driver.NewScript("hinted", `return ARGV[#ARGV]`)
-	hinted.TakesHint = true
-	var seen uint64
-	call := func(id string) driver.Call {
-		return driver.Call{Script: hinted, Keys: []string{"k"}, Args: []string{id}, Check: func(server string) *driver.Check {
-			c := questions(id, 5)
-			c.Always, c.Seen, c.Hint = false, seen, "hint-"+id
-			return c
-		}}
-	}
-	rep, err := evalWithin(p, waitLimit, call("first"))
-	require.NoError(t, err)
-	require.NoError(t, wantAnswers(rep, "first", 5), "a new connection: the questions go")
-	assert.Equal(t, "", rep.Value, "no hint beside the questions")
-	assert.EqualValues(t, 1, rep.Dials)
-	seen = rep.Dials
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		hinted := driver.NewScript("hinted", `return ARGV[#ARGV]`)
+		hinted.TakesHint = true
+		var seen uint64
+		call := func(id string) driver.Call {
+			return driver.Call{Script: hinted, Keys: []string{"k"}, Args: []string{id}, Check: func(server string) *driver.Check {
+				c := questions(id, 5)
+				c.Always, c.Seen, c.Hint = false, seen, "hint-"+id
+				return c
+			}}
+		}
+		rep, err := w.within(p, waitLimit, call("first"))
+		require.NoError(t, err)
+		require.NoError(t, wantAnswers(rep, "first", 5), "a new connection: the questions go")
+		assert.Equal(t, "", rep.Value, "no hint beside the questions")
+		assert.EqualValues(t, 1, rep.Dials)
+		seen = rep.Dials
 
-	rep, err = evalWithin(p, waitLimit, call("second"))
-	require.NoError(t, err)
-	assert.Nil(t, rep.Answers, "same connection, answers known: no questions")
-	assert.Equal(t, "hint-second", rep.Value)
+		rep, err = w.within(p, waitLimit, call("second"))
+		require.NoError(t, err)
+		assert.Nil(t, rep.Answers, "same connection, answers known: no questions")
+		assert.Equal(t, "hint-second", rep.Value)
+	})
 }
 
 func TestPipeline_MasterRestarted_ConnectionReplacedAndLost(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	_, err := evalWithin(p, waitLimit, echoCall("before"))
-	require.NoError(t, err)
-	require.NoError(t, srv.Kill())
-	require.NoError(t, srv.Restart(0))
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		_, err := w.within(p, waitLimit, echoCall("before"))
+		require.NoError(t, err)
+		require.NoError(t, srv.Kill())
+		require.NoError(t, srv.Restart(0))
 
-	rep, err := evalWithin(p, waitLimit, echoCall("after"))
-	require.NoError(t, err)
-	assert.NoError(t, wantEcho(rep, "after"))
-	assert.True(t, rep.Lost, "the dropped connection is reported")
-	assert.EqualValues(t, 2, rep.Dials)
+		rep, err := w.within(p, waitLimit, echoCall("after"))
+		require.NoError(t, err)
+		assert.NoError(t, wantEcho(rep, "after"))
+		assert.True(t, rep.Lost, "the dropped connection is reported")
+		assert.EqualValues(t, 2, rep.Dials)
+	})
+}
+
+// A connection that drops while a call waits on it is replaced, and the
+// call sent again within its deadline, on the new connection.
+func TestPipeline_ConnectionDropsUnderACall_SentAgain(t *testing.T) {
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		relay := newCutter(t, srv.Addr())
+		p := newPipelined(t, relay.Addr())
+		_, err := w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
+		require.NoError(t, srv.Pause())
+		defer srv.Resume()
+		got := make(chan error, 1)
+		go func() {
+			rep, err := w.within(p, waitLimit, echoCall("under"))
+			if err == nil {
+				err = wantEcho(rep, "under")
+			}
+			if err == nil && (!rep.Lost || rep.Dials != 2) {
+				err = fmt.Errorf("Lost %v, Dials %d: the dropped connection is not reported", rep.Lost, rep.Dials)
+			}
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // the call waits on the paused master
+		relay.cut()
+		time.Sleep(50 * time.Millisecond) // the call goes out again, and waits
+		require.NoError(t, srv.Resume())
+		require.NoError(t, <-got)
+	})
 }
 
 func TestPipeline_Close_EndsWaitingCalls(t *testing.T) {
-	srv := startRedis(t)
-	p, err := pool.New(srv.Addr(), pool.WithPipeline(true), pool.WithReadTimeout(longWait))
-	require.NoError(t, err)
-	_, err = evalWithin(p, waitLimit, echoCall("warm"))
-	require.NoError(t, err)
-	require.NoError(t, srv.Pause())
-	defer srv.Resume()
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p, err := pool.New(srv.Addr(), pool.WithPipeline(true), pool.WithReadTimeout(longWait))
+		require.NoError(t, err)
+		_, err = w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
+		require.NoError(t, srv.Pause())
+		defer srv.Resume()
 
-	got := make(chan error, 1)
-	go func() {
-		_, err := evalWithin(p, longWait, echoCall("waiting"))
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	elapsed, _ := timed(p.Close)
-	assert.Less(t, elapsed, slack)
-	select {
-	case err := <-got:
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "closed")
-	case <-time.After(slack):
-		t.Fatal("Close left a call waiting")
-	}
-	_, err = evalWithin(p, waitLimit, echoCall("after"))
-	assert.Error(t, err, "Eval after Close")
+		got := make(chan error, 1)
+		go func() {
+			_, err := w.within(p, longWait, echoCall("waiting"))
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		elapsed, _ := timed(p.Close)
+		assert.Less(t, elapsed, slack)
+		select {
+		case err := <-got:
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "closed")
+		case <-time.After(slack):
+			t.Fatal("Close left a call waiting")
+		}
+		_, err = w.within(p, waitLimit, echoCall("after"))
+		assert.Error(t, err, "Eval after Close")
+	})
 }
 
 // Large arguments and replies cross more than one read and write buffer.
 func TestPipeline_LargeValues(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Go(func() {
-			id := strings.Repeat(fmt.Sprint(g), 200<<10+g)
-			rep, err := evalWithin(p, waitLimit, echoCall(id))
-			if err == nil {
-				err = wantEcho(rep, id)
-			}
-			if err != nil {
-				errs <- errors.New(err.Error()[:200])
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Go(func() {
+				id := strings.Repeat(fmt.Sprint(g), 200<<10+g)
+				rep, err := w.within(p, waitLimit, echoCall(id))
+				if err == nil {
+					err = wantEcho(rep, id)
+				}
+				if err != nil {
+					errs <- errors.New(err.Error()[:200])
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
 }
 
 func TestPipeline_ScriptError_IsTheError(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	bad := driver.NewScript("bad", `return redis.error_reply("NOPE not today")`)
-	_, err := evalWithin(p, waitLimit, driver.Call{Script: bad})
-	var de driver.Error
-	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "NOPE", de.Code())
-	rep, err := evalWithin(p, waitLimit, echoCall("after"))
-	require.NoError(t, err)
-	assert.NoError(t, wantEcho(rep, "after"))
-	assert.EqualValues(t, 1, p.Dials(), "an error reply keeps the connection")
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		bad := driver.NewScript("bad", `return redis.error_reply("NOPE not today")`)
+		_, err := w.within(p, waitLimit, driver.Call{Script: bad})
+		var de driver.Error
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "NOPE", de.Code())
+		rep, err := w.within(p, waitLimit, echoCall("after"))
+		require.NoError(t, err)
+		assert.NoError(t, wantEcho(rep, "after"))
+		assert.EqualValues(t, 1, p.Dials(), "an error reply keeps the connection")
+	})
 }
 
 func TestPipeline_TLSAndAuth(t *testing.T) {
@@ -620,36 +722,38 @@ return ARGV[2]`)
 // A call that times out queued behind others, while the master answers
 // them, leaves the connection in use: the master is busy, not hung.
 func TestPipeline_TimedOutInQueueBehindAnsweredCalls_KeepsTheConnection(t *testing.T) {
-	srv := startRedis(t)
-	p := newPipelined(t, srv.Addr())
-	_, err := evalWithin(p, waitLimit, driver.Call{Script: spin, Args: []string{"0", "warm"}})
-	require.NoError(t, err)
-
-	const busy, each = 8, 20 * time.Millisecond // the master answers one every 20 ms for 160 ms
-	var wg sync.WaitGroup
-	errs := make(chan error, busy)
-	for i := range busy {
-		wg.Go(func() {
-			id := fmt.Sprint(i)
-			rep, err := evalWithin(p, waitLimit, driver.Call{Script: spin, Args: []string{fmt.Sprint(each.Microseconds()), id}})
-			if err == nil && rep.Value != id {
-				err = fmt.Errorf("busy call %s got %#v", id, rep.Value)
-			}
-			errs <- err
-		})
-		time.Sleep(time.Millisecond) // in this order on the wire
-	}
-	_, err = evalWithin(p, 3*each, echoCall("queued")) // behind about 150 ms of work
-	require.Error(t, err)
-	require.True(t, isTimeout(err), "not a timeout: %v", err)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	bothWays(t, func(t *testing.T, w way) {
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		_, err := w.within(p, waitLimit, driver.Call{Script: spin, Args: []string{"0", "warm"}})
 		require.NoError(t, err)
-	}
 
-	rep, err := evalWithin(p, waitLimit, echoCall("after"))
-	require.NoError(t, err)
-	assert.NoError(t, wantEcho(rep, "after"), "the queued call's late reply was taken for another")
-	assert.EqualValues(t, 1, rep.Dials, "a master that kept answering had its connection replaced")
+		const busy, each = 8, 20 * time.Millisecond // the master answers one every 20 ms for 160 ms
+		var wg sync.WaitGroup
+		errs := make(chan error, busy)
+		for i := range busy {
+			wg.Go(func() {
+				id := fmt.Sprint(i)
+				rep, err := w.within(p, waitLimit, driver.Call{Script: spin, Args: []string{fmt.Sprint(each.Microseconds()), id}})
+				if err == nil && rep.Value != id {
+					err = fmt.Errorf("busy call %s got %#v", id, rep.Value)
+				}
+				errs <- err
+			})
+			time.Sleep(time.Millisecond) // in this order on the wire
+		}
+		_, err = w.within(p, 3*each, echoCall("queued")) // behind about 150 ms of work
+		require.Error(t, err)
+		require.True(t, isTimeout(err), "not a timeout: %v", err)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+
+		rep, err := w.within(p, waitLimit, echoCall("after"))
+		require.NoError(t, err)
+		assert.NoError(t, wantEcho(rep, "after"), "the queued call's late reply was taken for another")
+		assert.EqualValues(t, 1, rep.Dials, "a master that kept answering had its connection replaced")
+	})
 }

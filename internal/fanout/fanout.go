@@ -30,6 +30,15 @@ const (
 // I/O must stop by then.
 type Op[T any] func(ctx context.Context, node int) (T, Vote, error)
 
+// Start begins one node's part of a fan-out and arranges for reply to be
+// called exactly once with what the node answered, its vote and why it
+// failed or refused. reply may be called from any goroutine, before Start
+// returns or later. ctx carries the node's deadline: the operation must
+// reply by then. Start suits an operation whose I/O completes on a
+// goroutine that exists anyway, such as a pipelined connection's reader:
+// the fan-out then starts no goroutine for it.
+type Start[T any] func(ctx context.Context, node int, reply func(T, Vote, error))
+
 // Config says how to run a fan-out.
 type Config struct {
 	// Nodes is the number of nodes, N.
@@ -54,8 +63,11 @@ type Reply[T any] struct {
 // Node is one node's part of a fan-out. Its reply is set once, before Done
 // is closed.
 type Node[T any] struct {
-	done  chan struct{}
-	reply Reply[T]
+	done    chan struct{}
+	reply   Reply[T]
+	i       int
+	w       *workers[T]
+	replied atomic.Bool
 }
 
 // Done returns a channel closed once the node's operation has returned.
@@ -147,11 +159,21 @@ func oneLine(errs []error) string {
 // ErrNoNodes is returned by Run when Config.Nodes is not positive.
 var ErrNoNodes = errors.New("fanout: no nodes")
 
-// Run starts op on every node at once and returns when the outcome is known:
-// Need yes votes, a quorum out of reach, every node's timeout passed, or ctx
-// done. Operations still running when Run returns go on in the background
-// until they finish or reach their deadline; the result's entries track them.
+// Run starts op on every node at once, each in a goroutine of its own, and
+// returns when the outcome is known: Need yes votes, a quorum out of reach,
+// every node's timeout passed, or ctx done. Operations still running when
+// Run returns go on in the background until they finish or reach their
+// deadline; the result's entries track them.
 func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
+	return RunStarts(ctx, cfg, func(ctx context.Context, i int, reply func(T, Vote, error)) {
+		go func() { reply(op(ctx, i)) }()
+	})
+}
+
+// RunStarts is Run with operations that reply when they are done (Start):
+// it starts every node's operation in turn, from the caller's goroutine,
+// and returns as Run does.
+func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[T], error) {
 	if cfg.Nodes <= 0 {
 		return nil, ErrNoNodes
 	}
@@ -172,11 +194,13 @@ func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
 	}
 
 	res := &Result[T]{need: need, nodes: make([]*Node[T], cfg.Nodes), Yes: make([]int, 0, cfg.Nodes)}
-	w := &workers[T]{op: op, ctx: opCtx, cancel: cancel, answered: make(chan int, cfg.Nodes)} // buffered: a straggler never blocks
+	w := &workers[T]{cancel: cancel, answered: make(chan int, cfg.Nodes)} // buffered: a straggler never blocks
 	w.running.Store(int32(cfg.Nodes))
 	for i := range cfg.Nodes {
-		res.nodes[i] = &Node[T]{done: make(chan struct{})}
-		go w.run(i, res.nodes[i])
+		res.nodes[i] = &Node[T]{done: make(chan struct{}), i: i, w: w}
+	}
+	for _, n := range res.nodes {
+		start(opCtx, n.i, n.reply1)
 	}
 
 	s := sorter[T]{res: res, answered: make([]bool, cfg.Nodes), outstanding: cfg.Nodes}
@@ -209,22 +233,24 @@ collect:
 	return res, nil
 }
 
-// workers is what the goroutines of one fan-out share.
+// workers is what the operations of one fan-out share.
 type workers[T any] struct {
-	op       Op[T]
-	ctx      context.Context
 	cancel   context.CancelFunc
 	answered chan int
 	running  atomic.Int32
 }
 
-func (w *workers[T]) run(i int, n *Node[T]) {
-	v, vote, err := w.op(w.ctx, i)
+// reply1 takes the node's reply: its operation's reply function. Only the
+// first reply counts.
+func (n *Node[T]) reply1(v T, vote Vote, err error) {
+	if !n.replied.CompareAndSwap(false, true) {
+		return
+	}
 	n.reply = Reply[T]{Value: v, Vote: vote, Err: err}
 	close(n.done)
-	w.answered <- i
-	if w.running.Add(-1) == 0 {
-		w.cancel() // the last one out releases the deadline's timer
+	n.w.answered <- n.i
+	if n.w.running.Add(-1) == 0 {
+		n.w.cancel() // the last one out releases the deadline's timer
 	}
 }
 

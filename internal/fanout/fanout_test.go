@@ -214,6 +214,51 @@ func TestFanOut_StragglerStaysTracked(t *testing.T) {
 	}
 }
 
+// RunStarts takes replies given inside Start, from other goroutines after
+// Start returned, and after RunStarts itself returned; only a node's first
+// reply counts, and the deadline still bounds the wait for a node that never
+// replies in time.
+func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
+	late := make(chan func(struct{}, fanout.Vote, error), 1)
+	hung := make(chan func(struct{}, fanout.Vote, error), 1)
+	var started atomic.Int32
+	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 5, Need: 3, Timeout: 200 * time.Millisecond},
+		func(ctx context.Context, i int, reply func(struct{}, fanout.Vote, error)) {
+			started.Add(1)
+			switch i {
+			case 0: // at once, twice: the second reply is ignored
+				reply(struct{}{}, fanout.Yes, nil)
+				reply(struct{}{}, fanout.No, errors.New("second reply"))
+			case 1: // from another goroutine
+				go reply(struct{}{}, fanout.Yes, nil)
+			case 2:
+				reply(struct{}{}, fanout.No, errors.New("node 2 refused"))
+			case 3: // after the deadline, and after RunStarts returned
+				hung <- reply
+			case 4: // only after RunStarts returned
+				late <- reply
+			}
+		})
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, started.Load(), "every node started before RunStarts waited")
+	assert.False(t, res.OK(), "two yes votes of three needed before the deadline")
+	assert.ElementsMatch(t, []int{0, 1}, res.Yes)
+	assert.Equal(t, []int{2}, res.No)
+	assert.ElementsMatch(t, []int{3, 4}, res.Pending)
+	assert.EqualError(t, res.Err(), "node 2 refused")
+	rep, ok := res.Reply(0)
+	require.True(t, ok)
+	assert.Equal(t, fanout.Yes, rep.Vote, "the first reply counts")
+
+	(<-late)(struct{}{}, fanout.Yes, nil)
+	(<-hung)(struct{}{}, fanout.No, context.DeadlineExceeded)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, res.Wait(ctx), "replies after RunStarts returned close the nodes' Done")
+	rep, _ = res.Reply(4)
+	assert.Equal(t, fanout.Yes, rep.Vote)
+}
+
 func TestFanOut_NoNodes(t *testing.T) {
 	_, err := fanout.Run[struct{}](context.Background(), fanout.Config{}, nil)
 	assert.ErrorIs(t, err, fanout.ErrNoNodes)

@@ -1,0 +1,145 @@
+package pool
+
+import (
+	"context"
+	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+var _ driver.Starter = (*Redis)(nil)
+
+// Start runs call as Eval does and hands what Eval would return to done
+// (see driver.Starter). In the pipelined mode, when a connection is open
+// and taking requests, the call's commands are sent from the caller's
+// goroutine and done runs on the connection's reader once the reply is in,
+// or when ctx's deadline passes first; no goroutine waits for the reply.
+// Otherwise (the pooled mode, a connection to open, a connection that
+// dropped under the call, a script the master has not cached) a goroutine
+// runs Eval or finishes the call as Eval would.
+func (r *Redis) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+	if r.pl == nil || !r.pl.start(ctx, call, done) {
+		go func() { done(r.Eval(ctx, call)) }()
+	}
+}
+
+// started is one call that Start sent on a pipe: what its continuation
+// needs once the reply is in or the deadline passed.
+type started struct {
+	ctx      context.Context
+	pl       *pipeline
+	p        *pipe
+	q        *request
+	call     driver.Call
+	check    *driver.Check
+	asked    bool
+	argv     []string
+	deadline time.Time
+	done     func(driver.Reply, error)
+	rep      driver.Reply
+	stop     func() bool // stops the deadline's callback
+}
+
+// start sends call on a pipe already open, and reports false, having sent
+// nothing, when it cannot: no deadline, ctx already done, or no open pipe
+// taking requests.
+func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok || ctx.Err() != nil {
+		return false
+	}
+	p := pl.slot().open()
+	if p == nil {
+		return false
+	}
+	s := &started{ctx: ctx, pl: pl, p: p, call: call, deadline: deadline, done: done}
+	// Read once the pipe is in hand, so that one just opened counts.
+	s.rep.Dials = pl.r.dials.Load()
+	if call.Check != nil {
+		s.check = call.Check("")
+	}
+	s.asked = s.check.Due(s.rep.Dials)
+	s.q = pl.request()
+	s.argv = s.q.encode(call, s.check, s.asked)
+	s.q.notify = s.replied
+	// Registered before the request is queued, so that the reader, which
+	// sees the queued request under the pipe's lock, sees stop too.
+	s.stop = context.AfterFunc(ctx, s.expire)
+	if p.send(s.q, deadline) {
+		return true
+	}
+	if s.stop() {
+		// The pipe stopped taking requests: nothing went out, and the
+		// caller sends the call another way.
+		pl.recycle(s.q)
+		return false
+	}
+	// The deadline passed before the request was queued: expire left the
+	// reply to us.
+	done(s.rep, ctx.Err())
+	return true
+}
+
+// expire runs when ctx ends: if the request is still waiting for its
+// reply, it stops waiting, as Eval's caller would (see pipe.wait), and the
+// call returns ctx's error.
+func (s *started) expire() {
+	p, q := s.p, s.q
+	p.mu.Lock()
+	if !q.queued {
+		// Not sent yet: send refuses it, and start replies.
+		q.abandoned = true
+		p.mu.Unlock()
+		return
+	}
+	if q.complete {
+		// The reply, or the connection's failure, came first, and its
+		// notification replies.
+		p.mu.Unlock()
+		return
+	}
+	err := s.ctx.Err()
+	p.abandon(q, err) // releases p.mu; q is never recycled: its reply may still come
+	s.done(s.rep, err)
+}
+
+// replied is the request's notification: its replies are in, or the
+// connection failed under it.
+func (s *started) replied() {
+	q := s.q
+	recycle := s.stop() // false: expire ran, found q complete, and keeps nothing of it
+	if q.err != nil {
+		err := q.err
+		if recycle {
+			s.pl.recycle(q)
+		}
+		if stale(err) && s.ctx.Err() == nil {
+			// The connection dropped under the call: Eval replaces it and
+			// sends the call again, as it does for a call of its own.
+			go func() {
+				rep, err := s.pl.r.Eval(s.ctx, s.call)
+				rep.Lost = true
+				s.done(rep, err)
+			}()
+			return
+		}
+		s.done(s.rep, err)
+		return
+	}
+	v, answers := q.split(s.asked)
+	if recycle {
+		s.pl.recycle(q)
+	}
+	s.rep.Answers = answers
+	if noScript(v) {
+		go func() {
+			var err error
+			s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.argv, answers, s.deadline)
+			s.done(s.rep, err)
+		}()
+		return
+	}
+	v, err := replyOrError(v)
+	s.rep.Value = v
+	s.done(s.rep, err)
+}
