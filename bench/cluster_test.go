@@ -79,7 +79,7 @@ func newQuorumLock(tb testing.TB, addrs []string, pipelined bool, sent *atomic.I
 	for i, p := range ps {
 		ms[i] = p
 		if sent != nil {
-			ms[i] = countedMaster{p, sent}
+			ms[i] = counted(p, sent)
 		}
 	}
 	c, err := redlock.New(ms, redlock.WithRestartGuard(0))

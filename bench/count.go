@@ -30,6 +30,28 @@ func (m countedMaster) Eval(ctx context.Context, call driver.Call) (driver.Reply
 	return rep, err
 }
 
+// counted wraps m in a countedMaster that, if m starts calls
+// (driver.Starter), starts them too.
+func counted(m driver.Master, n *atomic.Int64) driver.Master {
+	if s, ok := m.(driver.Starter); ok {
+		return countedStarter{countedMaster{m, n}, s}
+	}
+	return countedMaster{m, n}
+}
+
+// countedStarter is a countedMaster over a driver that starts calls.
+type countedStarter struct {
+	countedMaster
+	s driver.Starter
+}
+
+func (m countedStarter) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+	m.s.Start(ctx, call, func(rep driver.Reply, err error) {
+		m.n.Add(int64(1 + len(rep.Answers)))
+		done(rep, err)
+	})
+}
+
 // countedRedigoPool is a redigo pool, as redsync's adapter takes it, whose
 // connections count the commands sent on them.
 type countedRedigoPool struct {

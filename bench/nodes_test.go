@@ -93,7 +93,7 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 		case "quorumlock", "quorumlock-pooled":
 			m, err = pool.Open(n.url(), pool.WithPipeline(name == "quorumlock"))
 			if err == nil {
-				m = countedMaster{m, sent}
+				m = counted(m, sent)
 			}
 		case "quorumlock-goredis":
 			m, err = goredisdriver.New(newGoRedis(n, sent), goredisdriver.WithCloseClient())

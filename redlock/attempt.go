@@ -173,23 +173,36 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // waits for the requests of after (a hand-over waits for every request of
 // the lock it takes over, as a release does).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
-	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
-		func(ctx context.Context, i int) (ask, fanout.Vote, error) {
-			if after != nil {
-				if _, err := after.settle(ctx, i); err != nil {
-					return ask{err: err}, fanout.No, c.nodeErr(i, err)
+	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
+		func(ctx context.Context, i int, reply func(ask, fanout.Vote, error)) {
+			if s, ok := c.nodes[i].(starter); ok && after == nil &&
+				s.startAcquire(ctx, req, func(g scripts.Grant, err error) { reply(c.judge(i, req.key, window, g, err)) }) {
+				return
+			}
+			go func() {
+				if after != nil {
+					if _, err := after.settle(ctx, i); err != nil {
+						reply(ask{err: err}, fanout.No, c.nodeErr(i, err))
+						return
+					}
 				}
-			}
-			g, err := c.nodes[i].acquire(ctx, req)
-			if err != nil {
-				return ask{err: err}, fanout.No, c.nodeErr(i, err)
-			}
-			if !g.OK {
-				return ask{grant: g}, fanout.No, c.nodeErr(i, heldFor(g.PTTL))
-			}
-			return ask{grant: g}, c.vote(i, req.key, window), nil
+				g, err := c.nodes[i].acquire(ctx, req)
+				reply(c.judge(i, req.key, window, g, err))
+			}()
 		})
 	return round{res}, err
+}
+
+// judge turns master i's answer to an acquire of key into its part of the
+// round: what it said, its vote, and why it failed or refused.
+func (c *Client) judge(i int, key string, window time.Duration, g scripts.Grant, err error) (ask, fanout.Vote, error) {
+	if err != nil {
+		return ask{err: err}, fanout.No, c.nodeErr(i, err)
+	}
+	if !g.OK {
+		return ask{grant: g}, fanout.No, c.nodeErr(i, heldFor(g.PTTL))
+	}
+	return ask{grant: g}, c.vote(i, key, window), nil
 }
 
 // wonSplit decides whether this attempt won a split vote: every master

@@ -38,6 +38,15 @@ type node interface {
 	subscribe(ctx context.Context) (driver.Subscription, error)
 }
 
+// starter is a node that can start an acquire or a release and hand its
+// outcome to done later, with no goroutine waiting for it (see
+// driver.Starter). Each reports false, having done nothing, when it cannot
+// now; the caller then runs the operation in a goroutine.
+type starter interface {
+	startAcquire(ctx context.Context, r request, done func(scripts.Grant, error)) bool
+	startRelease(ctx context.Context, r request, done func(scripts.Released, error)) bool
+}
+
 // master runs the lock's scripts on one master through its driver.
 type master struct {
 	drv     driver.Master
@@ -59,12 +68,27 @@ func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 }
 
 func (m *master) acquire(ctx context.Context, r request) (scripts.Grant, error) {
-	a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
-	v, err := m.eval(ctx, a.Call(m.scripts, m.names))
+	v, err := m.eval(ctx, m.acquireCall(r))
 	if err != nil {
 		return scripts.Grant{}, err
 	}
 	return scripts.DecodeGrant(v)
+}
+
+// startAcquire is acquire through master.start.
+func (m *master) startAcquire(ctx context.Context, r request, done func(scripts.Grant, error)) bool {
+	return m.start(ctx, m.acquireCall(r), func(v any, err error) {
+		if err != nil {
+			done(scripts.Grant{}, err)
+			return
+		}
+		done(scripts.DecodeGrant(v))
+	})
+}
+
+func (m *master) acquireCall(r request) driver.Call {
+	a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
+	return a.Call(m.scripts, m.names)
 }
 
 func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error) {
@@ -77,13 +101,28 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 }
 
 func (m *master) release(ctx context.Context, r request) (scripts.Released, error) {
-	rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-		Sharded: m.drv.Sharded()}
-	v, err := m.eval(ctx, rel.Call(m.scripts, m.names))
+	v, err := m.eval(ctx, m.releaseCall(r))
 	if err != nil {
 		return scripts.NotHeld, err
 	}
 	return scripts.DecodeReleased(v)
+}
+
+// startRelease is release through master.start.
+func (m *master) startRelease(ctx context.Context, r request, done func(scripts.Released, error)) bool {
+	return m.start(ctx, m.releaseCall(r), func(v any, err error) {
+		if err != nil {
+			done(scripts.NotHeld, err)
+			return
+		}
+		done(scripts.DecodeReleased(v))
+	})
+}
+
+func (m *master) releaseCall(r request) driver.Call {
+	rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
+		Sharded: m.drv.Sharded()}
+	return rel.Call(m.scripts, m.names)
 }
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
@@ -111,11 +150,42 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 	}
 	rctx, cancel := m.realDeadline(ctx)
 	defer cancel()
+	call = m.checked(call)
+	rep, err := m.drv.Eval(rctx, call)
+	return m.answered(call, rep, err)
+}
+
+// start is eval through a driver that starts calls (driver.Starter): done
+// gets what eval would return, from the goroutine the driver gives it,
+// with no goroutine of the lock's waiting. It reports false, having done
+// nothing, when the driver does not start calls or when the client's clock
+// is not the real one, whose deadlines the driver's are.
+func (m *master) start(ctx context.Context, call driver.Call, done func(any, error)) bool {
+	s, ok := m.drv.(driver.Starter)
+	if !ok || m.clock != clock.Real() {
+		return false
+	}
+	if _, err := remaining(ctx, m.clock); err != nil {
+		done(nil, err)
+		return true
+	}
+	call = m.checked(call)
+	s.Start(ctx, call, func(rep driver.Reply, err error) { done(m.answered(call, rep, err)) })
+	return true
+}
+
+// checked returns call with the restart guard's part, when the guard is on.
+func (m *master) checked(call driver.Call) driver.Call {
 	if m.guards != nil {
 		key := strings.TrimPrefix(call.Keys[0], m.names.NS) // every script's first key is the lock
 		call.Check = func(server string) *driver.Check { return m.check(server, key) }
 	}
-	rep, err := m.drv.Eval(rctx, call)
+	return call
+}
+
+// answered hands the guard what a call learned of the master, notes how it
+// went, and returns its reply.
+func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, error) {
 	if m.guards != nil {
 		m.guards.answered(call.Keys[0], rep.Server)
 		g := m.guards.of(rep.Server)

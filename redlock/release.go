@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
@@ -81,34 +82,22 @@ func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
 	req := l.req
-	timeout := c.nodeTimeout(l.req.ttl)
-	res, err := fanOut(ctx, c, c.overMasters(c.quorum, timeout),
-		func(_ context.Context, i int) (scripts.Released, fanout.Vote, error) {
-			// Every request of this lock still on its way here must return
-			// before its delete, which then gets a node timeout of its own.
-			unsure, _ := l.trail.settle(context.Background(), i)
-			ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
-			defer cancel()
-			if a, _, _ := l.won.answer(i); a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i] { // in: the trail waited for it
-				// A master that granted outside the quorum counts below the
-				// fence: raise it while the token still holds the key there, so
-				// that the masters agree on the next fence without a round trip.
-				c.nodes[i].raiseFence(ctx, req, l.fence)
+	timeout := c.nodeTimeout(req.ttl)
+	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
+		func(fctx context.Context, i int, reply func(scripts.Released, fanout.Vote, error)) {
+			// Every request of this lock on its way here has returned (the
+			// common case): the delete goes out now, within the fan-out's
+			// deadline.
+			if unsure, ok := l.trail.settled(i); ok && !l.raises(i) {
+				r := req
+				r.tombstone = unsure
+				if s, ok := c.nodes[i].(starter); ok && s.startRelease(fctx, r, func(out scripts.Released, err error) {
+					reply(l.released(i, r, out, err, timeout))
+				}) {
+					return
+				}
 			}
-			r := req
-			if unsure {
-				// One of them got no reply and may still land: leave the
-				// token's tombstone, which turns it away.
-				r.tombstone = true
-			}
-			out, err := c.nodes[i].release(ctx, r)
-			if err != nil {
-				// The delete may not have landed: the client keeps trying
-				// in the background, while the key can still be there.
-				c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
-				return scripts.NotHeld, fanout.No, c.nodeErr(i, err)
-			}
-			return out, fanout.Yes, nil
+			go func() { reply(l.releaseOn(ctx, i, timeout)) }()
 		})
 	if err != nil {
 		return err
@@ -147,6 +136,50 @@ func (l *Lock) release(ctx context.Context) error {
 		return fmt.Errorf("%w: no reachable master still held key %q: %w", ErrLockNotHeld, l.req.key, agg)
 	}
 	return agg
+}
+
+// releaseOn deletes the lock on master i once every request of this lock
+// still on its way there has returned; the delete then gets a node timeout
+// of its own.
+func (l *Lock) releaseOn(ctx context.Context, i int, timeout time.Duration) (scripts.Released, fanout.Vote, error) {
+	c := l.c
+	unsure, _ := l.trail.settle(context.Background(), i)
+	ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
+	defer cancel()
+	if l.raises(i) {
+		// A master that granted outside the quorum counts below the
+		// fence: raise it while the token still holds the key there, so
+		// that the masters agree on the next fence without a round trip.
+		c.nodes[i].raiseFence(ctx, l.req, l.fence)
+	}
+	r := l.req
+	if unsure {
+		// One of them got no reply and may still land: leave the
+		// token's tombstone, which turns it away.
+		r.tombstone = true
+	}
+	out, err := c.nodes[i].release(ctx, r)
+	return l.released(i, r, out, err, timeout)
+}
+
+// raises reports whether master i granted the lock outside the quorum with
+// a count below the fence, which the release raises first. Only once the
+// trail has settled on i: the master's answer is in.
+func (l *Lock) raises(i int) bool {
+	a, _, _ := l.won.answer(i)
+	return a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i]
+}
+
+// released is master i's part of a release, from what it answered r.
+func (l *Lock) released(i int, r request, out scripts.Released, err error, timeout time.Duration) (scripts.Released, fanout.Vote, error) {
+	c := l.c
+	if err != nil {
+		// The delete may not have landed: the client keeps trying in the
+		// background, while the key can still be there.
+		c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
+		return scripts.NotHeld, fanout.No, c.nodeErr(i, err)
+	}
+	return out, fanout.Yes, nil
 }
 
 // heard is what the given masters answered a release: whether any still

@@ -89,6 +89,24 @@ func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 	return unsure, nil
 }
 
+// settled is settle without the wait: it reports ok when every request
+// recorded for master i has returned, and then whether any of them got no
+// reply.
+func (t *trail) settled(i int) (unsure, ok bool) {
+	t.mu.Lock()
+	sent := t.sent[i]
+	t.mu.Unlock()
+	for _, s := range sent {
+		select {
+		case <-s.Done():
+		default:
+			return false, false
+		}
+		unsure = unsure || s.noReply()
+	}
+	return unsure, true
+}
+
 // unsure waits until every request recorded has returned, and reports
 // whether any of them got no reply, on any master. Each is bounded by the
 // node timeout.

@@ -71,17 +71,27 @@ func (w *work) close() <-chan struct{} {
 	return w.idle
 }
 
-// fanOut runs op on the nodes cfg says, each node's part counted as the
-// client's work until it returns, even after the fan-out has returned:
-// Close waits for the stragglers.
+// fanOut runs op on the nodes cfg says, each in a goroutine, each node's
+// part counted as the client's work until it returns, even after the
+// fan-out has returned: Close waits for the stragglers.
 func fanOut[T any](ctx context.Context, c *Client, cfg fanout.Config, op fanout.Op[T]) (*fanout.Result[T], error) {
+	return fanOutStarts(ctx, c, cfg, func(ctx context.Context, i int, reply func(T, fanout.Vote, error)) {
+		go func() { reply(op(ctx, i)) }()
+	})
+}
+
+// fanOutStarts is fanOut with operations that reply when they are done
+// (fanout.Start): a node's part is the client's work until it replies.
+func fanOutStarts[T any](ctx context.Context, c *Client, cfg fanout.Config, start fanout.Start[T]) (*fanout.Result[T], error) {
 	if cfg.Nodes <= 0 {
-		return fanout.Run(ctx, cfg, op)
+		return fanout.RunStarts(ctx, cfg, start)
 	}
 	c.work.add(cfg.Nodes)
-	return fanout.Run(ctx, cfg, func(ctx context.Context, i int) (T, fanout.Vote, error) {
-		defer c.work.done()
-		return op(ctx, i)
+	return fanout.RunStarts(ctx, cfg, func(ctx context.Context, i int, reply func(T, fanout.Vote, error)) {
+		start(ctx, i, func(v T, vote fanout.Vote, err error) {
+			c.work.done()
+			reply(v, vote, err)
+		})
 	})
 }
 
