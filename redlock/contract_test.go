@@ -140,6 +140,19 @@ var contract = []struct {
 		{op: "release", token: "a", released: scripts.Freed},
 		{op: "acquire", token: "b", ok: true, counter: ">=a+1001"},
 	}},
+	{"a release by the holder raises the fence first", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "release", token: "b", fence: "a+1000", released: scripts.NotHeld},
+		{op: "inspect", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+		{op: "release", token: "a", fence: "a+1000", released: scripts.Freed},
+		{op: "acquire", token: "b", ok: true, counter: ">=a+1001"},
+	}},
+	{"a reentrant release raises the fence though other holds stay", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new", label: "o"},
+		{op: "acquire", token: "b", owner: "o", ok: true, counter: "=o"},
+		{op: "release", token: "a", owner: "o", fence: "o+7", released: scripts.StillHeld},
+		{op: "inspect", holder: "owner:o", holds: 1, pttl: "live", counter: "=o+7"},
+	}},
 	{"a fence raise never lowers the counter", []step{
 		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
 		{op: "fence", token: "a", fence: "a+0", ok: true},
@@ -259,6 +272,9 @@ func runContract(t *testing.T, n node, steps []step) {
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.extended, e, "step %d", at)
 		case "release":
+			if s.fence != "" {
+				req.fence = offset(t, counters, s.fence)
+			}
 			r, err := n.release(ctx, req)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.released, r, "step %d", at)

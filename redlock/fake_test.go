@@ -52,7 +52,7 @@ type fakeNode struct {
 	fromGate chan struct{} // if set, a hand-over acquire waits for it
 	noFrom   bool          // a hand-over acquire fails
 	busy     int           // calls under way, not counting hung acquires
-	// answerAfter: a foreign answer to an acquire waits until these masters
+	// answerAfter: an answer to an acquire waits until these masters
 	// have answered as many acquires, so that a round sees their answers
 	// first (bounded: one second).
 	answerAfter []*fakeNode
@@ -212,9 +212,11 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (scripts.Grant, error
 			return scripts.Grant{}, errBroken
 		}
 	}
+	if mode == healthy || mode == foreign {
+		f.waitForOthers()
+	}
 	switch mode {
 	case foreign:
-		f.waitForOthers()
 		h := f.other
 		if h == "" {
 			h = "foreign"
@@ -331,6 +333,10 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
 		return scripts.NotHeld, nil
+	}
+	if r.fence != 0 {
+		f.counters[r.key] = max(f.counters[r.key], r.fence)
+		f.floor = max(f.floor, r.fence)
 	}
 	if r.owner != "" {
 		delete(k.holds, r.token)

@@ -292,6 +292,33 @@ func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 	assert.Greater(t, l2.Fence(), l.Fence())
 }
 
+// TestFence_ReleaseRaisesMastersThatGrantedLate: masters that granted after
+// the quorum had answered, below the fence, are raised by the release
+// itself, in the same script, with no raise of their own.
+func TestFence_ReleaseRaisesMastersThatGrantedLate(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
+	clocksBehind(fakes)
+	for _, f := range fakes[:3] {
+		f.counters["k"] = 8
+	}
+	for _, f := range fakes[3:] {
+		f.counters["k"] = 2
+		f.answerAfter = fakes[:3] // the quorum answers first, at 9
+	}
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), l.Fence())
+	require.NoError(t, l.Release(context.Background()))
+	require.Eventually(t, func() bool { return settled(fakes) && len(fakes[4].callsOf("release")) == 1 },
+		2*time.Second, time.Millisecond, "every master's release returns")
+	for i, f := range fakes {
+		assert.Empty(t, f.callsOf("fence"), "master %d: no raise of its own", i)
+		f.mu.Lock()
+		assert.Equal(t, int64(9), f.counters["k"], "master %d: at the fence", i)
+		f.mu.Unlock()
+	}
+}
+
 func TestFence_RaiseFailureFailsTheAttempt(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
 	clocksBehind(fakes)

@@ -20,6 +20,7 @@ type request struct {
 	tombstone         bool          // a release that leaves the token's tombstone
 	from              string        // an acquire that takes the key over from this plain lock's token
 	propose           int64         // an acquire's proposal for a new count (see Client.propose), 0 for none
+	fence             int64         // a release that first raises the key's fencing counter to this, 0 for none
 }
 
 // node is one master as the algorithm uses it. The Redis implementation is
@@ -121,7 +122,7 @@ func (m *master) startRelease(ctx context.Context, r request, done func(scripts.
 
 func (m *master) releaseCall(r request) driver.Call {
 	rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-		Sharded: m.drv.Sharded()}
+		Sharded: m.drv.Sharded(), Fence: r.fence, Keep: r.ttl + r.keep}
 	return rel.Call(m.scripts, m.names)
 }
 

@@ -81,16 +81,14 @@ func (l *Lock) Release(ctx context.Context) error {
 func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
-	req := l.req
-	timeout := c.nodeTimeout(req.ttl)
+	timeout := c.nodeTimeout(l.req.ttl)
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
 		func(fctx context.Context, i int, reply func(scripts.Released, fanout.Vote, error)) {
 			// Every request of this lock on its way here has returned (the
 			// common case): the delete goes out now, within the fan-out's
 			// deadline.
-			if unsure, ok := l.trail.settled(i); ok && !l.raises(i) {
-				r := req
-				r.tombstone = unsure
+			if unsure, ok := l.trail.settled(i); ok {
+				r := l.releaseOf(i, unsure)
 				if s, ok := c.nodes[i].(starter); ok && s.startRelease(fctx, r, func(out scripts.Released, err error) {
 					reply(l.released(i, r, out, err, timeout))
 				}) {
@@ -142,32 +140,30 @@ func (l *Lock) release(ctx context.Context) error {
 // still on its way there has returned; the delete then gets a node timeout
 // of its own.
 func (l *Lock) releaseOn(ctx context.Context, i int, timeout time.Duration) (scripts.Released, fanout.Vote, error) {
-	c := l.c
 	unsure, _ := l.trail.settle(context.Background(), i)
-	ctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
+	ctx, cancel := l.c.o.clock.WithTimeout(ctx, timeout)
 	defer cancel()
-	if l.raises(i) {
-		// A master that granted outside the quorum counts below the
-		// fence: raise it while the token still holds the key there, so
-		// that the masters agree on the next fence without a round trip.
-		c.nodes[i].raiseFence(ctx, l.req, l.fence)
-	}
-	r := l.req
-	if unsure {
-		// One of them got no reply and may still land: leave the
-		// token's tombstone, which turns it away.
-		r.tombstone = true
-	}
-	out, err := c.nodes[i].release(ctx, r)
+	r := l.releaseOf(i, unsure)
+	out, err := l.c.nodes[i].release(ctx, r)
 	return l.released(i, r, out, err, timeout)
 }
 
-// raises reports whether master i granted the lock outside the quorum with
-// a count below the fence, which the release raises first. Only once the
-// trail has settled on i: the master's answer is in.
-func (l *Lock) raises(i int) bool {
-	a, _, _ := l.won.answer(i)
-	return a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i]
+// releaseOf is the release of this lock on master i, once the trail has
+// settled there (unsure: one of its requests got no reply).
+func (l *Lock) releaseOf(i int, unsure bool) request {
+	r := l.req
+	if unsure {
+		// That request may still land: leave the token's tombstone, which
+		// turns it away.
+		r.tombstone = true
+	}
+	if a, _, _ := l.won.answer(i); a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i] { // in: the trail has settled
+		// A master that granted outside the quorum counts below the
+		// fence: the release raises it while the token still holds the
+		// key there, so that the masters agree on the next fence.
+		r.fence = l.fence
+	}
+	return r
 }
 
 // released is master i's part of a release, from what it answered r.

@@ -7,11 +7,5 @@
 local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
 local token, owner, fence, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if not held(lock, token, owner) then return 0 end
-local c = redis.call('GET', ckey)
-if not c then
-  redis.call('SET', ckey, fence, 'PX', keep)
-elseif tonumber(c) < tonumber(fence) then
-  redis.call('SET', ckey, fence, 'KEEPTTL')
-end
-raiseFloor(floor, fence)
+raiseCounter(ckey, floor, fence, keep)
 return 1

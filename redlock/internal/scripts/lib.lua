@@ -30,6 +30,19 @@ local function raiseFloor(floor, c)
   end
 end
 
+-- raiseCounter raises the key's fencing counter ckey to fence, creating it
+-- for keep ms if it is gone, and the node's floor with it: every later
+-- count here for the key is above fence. It never lowers a counter.
+local function raiseCounter(ckey, floor, fence, keep)
+  local c = redis.call('GET', ckey)
+  if not c then
+    redis.call('SET', ckey, fence, 'PX', keep)
+  elseif tonumber(c) < tonumber(fence) then
+    redis.call('SET', ckey, fence, 'KEEPTTL')
+  end
+  raiseFloor(floor, fence)
+end
+
 -- clockSeed is where a node with no floor starts: its clock, in milliseconds
 -- times 1024. A node without a floor is new or lost its data; the seed is
 -- above anything it can have counted before, as long as it hands out fewer

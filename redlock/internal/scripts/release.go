@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
@@ -23,6 +24,10 @@ type Release struct {
 	// Sharded announces with SPUBLISH, as a Redis Cluster's subscribers hear
 	// it, rather than PUBLISH.
 	Sharded bool
+	// Fence, when not 0, is raised first to the key's fencing counter where
+	// the token holds the key, as Fence does; a new counter lives Keep.
+	Fence int64
+	Keep  time.Duration
 }
 
 // Call returns the run on a master.
@@ -38,6 +43,13 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	sharded := ""
 	if r.Sharded {
 		sharded = "1"
+	}
+	if r.Fence != 0 {
+		return driver.Call{
+			Script: s.Release,
+			Keys:   []string{k.Lock(), k.Void(r.Token), k.Fence(), k.Floor()},
+			Args:   []string{r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep)},
+		}
 	}
 	return driver.Call{
 		Script: s.Release,
