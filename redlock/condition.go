@@ -70,8 +70,7 @@ type conditions struct {
 	log  *slog.Logger
 	node string // the node's address, logged beside a shard's
 
-	mu       sync.Mutex
-	byServer map[string]*condition
+	byServer sync.Map // server → *condition
 }
 
 // of returns the condition of the server a call went to ("" when the call
@@ -80,20 +79,15 @@ func (cs *conditions) of(server string) *condition {
 	if server == "" {
 		server = cs.node
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	c := cs.byServer[server]
-	if c == nil {
-		c = &condition{log: cs.log, addr: server}
-		if server != cs.node {
-			c.log = cs.log.With("node", cs.node)
-		}
-		if cs.byServer == nil {
-			cs.byServer = map[string]*condition{}
-		}
-		cs.byServer[server] = c
+	if c, ok := cs.byServer.Load(server); ok {
+		return c.(*condition)
 	}
-	return c
+	c := &condition{log: cs.log, addr: server}
+	if server != cs.node {
+		c.log = cs.log.With("node", cs.node)
+	}
+	got, _ := cs.byServer.LoadOrStore(server, c)
+	return got.(*condition)
 }
 
 // clusterChange is a redirection or a CLUSTERDOWN from a Redis Cluster given

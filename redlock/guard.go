@@ -113,27 +113,32 @@ func newGuard(o *options, window func() time.Duration) *guard {
 type guards struct {
 	make func() *guard
 
+	by sync.Map // server → *guard; read on every call, written once per server
+
 	mu sync.Mutex
-	by map[string]*guard // per server
 	// at maps a cluster's slot to the server that last answered for it, so
 	// that a vote on a key is judged by the health of the shard it went to.
 	at map[int]string
 }
 
 func newGuards(mk func() *guard) *guards {
-	return &guards{make: mk, by: map[string]*guard{}, at: map[int]string{}}
+	return &guards{make: mk, at: map[int]string{}}
 }
 
 // of returns the guard of server, made on first use.
 func (gs *guards) of(server string) *guard {
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	g := gs.by[server]
-	if g == nil {
-		g = gs.make()
-		gs.by[server] = g
+	if g, ok := gs.by.Load(server); ok {
+		return g.(*guard)
 	}
-	return g
+	g, _ := gs.by.LoadOrStore(server, gs.make())
+	return g.(*guard)
+}
+
+// lookup returns the guard of server, or nil if none was made.
+func (gs *guards) lookup(server string) *guard {
+	g, _ := gs.by.Load(server)
+	g1, _ := g.(*guard)
+	return g1
 }
 
 // answered records that server answered a call on key, a lock key with its
@@ -157,8 +162,8 @@ func (gs *guards) healthOf(key string) health {
 	}
 	gs.mu.Lock()
 	server, cluster := gs.at[slot.Of(key)], len(gs.at) > 0
-	g := gs.by[server]
 	gs.mu.Unlock()
+	g := gs.lookup(server)
 	if (cluster || server != "") && (g == nil || g.state.Load() == nil) {
 		return health{veto: "no health read of the shard master owning the key"}
 	}

@@ -196,8 +196,11 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 	res := &Result[T]{need: need, nodes: make([]*Node[T], cfg.Nodes), Yes: make([]int, 0, cfg.Nodes)}
 	w := &workers[T]{cancel: cancel, answered: make(chan int, cfg.Nodes)} // buffered: a straggler never blocks
 	w.running.Store(int32(cfg.Nodes))
-	for i := range cfg.Nodes {
-		res.nodes[i] = &Node[T]{done: make(chan struct{}), i: i, w: w}
+	store := make([]Node[T], cfg.Nodes) // one allocation for every node's entry
+	for i := range store {
+		n := &store[i]
+		n.done, n.i, n.w = make(chan struct{}), i, w
+		res.nodes[i] = n
 	}
 	for _, n := range res.nodes {
 		start(opCtx, n.i, n.reply1)
