@@ -15,4 +15,10 @@
 // own deadline; a connection on which a call timed out while the master
 // answered nothing takes no more calls and is replaced. Pooled, each call
 // takes a connection of its own from a redigo pool.
+//
+// Start (driver.Starter) is Eval for a caller that does not wait: in the
+// pipelined mode, on a connection already open, the call is written from the
+// caller's goroutine and its reply handed over by the connection's reader,
+// or at the call's deadline, so that a fan-out to N masters needs no
+// goroutine per master. The lock fans its acquires and releases out so.
 package pool
