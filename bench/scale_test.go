@@ -60,14 +60,11 @@ func startTopologies(tb testing.TB) []topology {
 	return []topology{standalone, clustered}
 }
 
-// scaleNames are the contenders of the scale run on a topology, in table
-// order: nodeNames, and on standalone masters the library pipelined too,
-// for reference (pool.NewCluster's nodes are pooled).
-func scaleNames(t topology) []string {
-	if t.name == "masters" {
-		return append([]string{"quorumlock"}, nodeNames()...)
-	}
-	return nodeNames()
+// scaleNames are the contenders of the scale run, in table order: the
+// library on its own driver (pipelined, pool.New's and pool.NewCluster's
+// default), then nodeNames.
+func scaleNames(topology) []string {
+	return append([]string{"quorumlock"}, nodeNames()...)
 }
 
 // scaleContenders returns the scale run's contenders on t.

@@ -40,31 +40,97 @@ func (c *Cluster) Eval(ctx context.Context, call driver.Call) (driver.Reply, err
 	if err != nil {
 		return driver.Reply{}, err
 	}
+	rep, err := c.evalAt(ctx, addr, call, false)
+	return c.redirected(ctx, m, call, rep, err)
+}
+
+// redirected finishes a call whose try on the slot's master, as map m
+// names it, gave rep and err: it follows a MOVED or an ASK once, and marks
+// the map stale after a connection error.
+func (c *Cluster) redirected(ctx context.Context, m *slotMap, call driver.Call, rep driver.Reply, err error) (driver.Reply, error) {
+	var de driver.Error
+	if !errors.As(err, &de) {
+		c.failed(ctx, err)
+		return rep, err
+	}
+	code, target := redirect(de)
+	if target == "" {
+		return rep, err
+	}
 	asking := false
-	for hop := 0; ; hop++ {
-		rep, err := c.evalAt(ctx, addr, call, asking)
+	if code == "MOVED" {
+		// The slot has a new owner: learn the rest of the map too. The
+		// reply's owner is the one to try whatever the read says.
+		_ = c.refresh(ctx, m)
+	} else {
+		asking = true
+	}
+	rep, err = c.evalAt(ctx, target, call, asking)
+	if !errors.As(err, &de) {
+		c.failed(ctx, err)
+	}
+	return rep, err
+}
+
+// failed notes a call's error other than a master's reply: the master may
+// be gone, so the slot map is read again before the next call.
+func (c *Cluster) failed(ctx context.Context, err error) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errClusterClosed) {
+		c.stale.Store(true)
+	}
+}
+
+var _ driver.Starter = (*Cluster)(nil)
+
+// Start runs call as Eval does and hands what Eval would return to done
+// (see driver.Starter). When the slot map is current and names the master
+// of the call's slot, the call is started on that master's pool (see
+// Redis.Start); otherwise, or when the master redirects it (MOVED, ASK: the
+// script did not run), a goroutine runs it as Eval does.
+func (c *Cluster) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+	m, addr, ok := c.routed(call)
+	if !ok {
+		go func() { done(c.Eval(ctx, call)) }()
+		return
+	}
+	n, err := c.node(addr)
+	if err != nil {
+		done(driver.Reply{Server: addr}, err)
+		return
+	}
+	at := call
+	if call.Check != nil {
+		at.Check = func(string) *driver.Check { return call.Check(addr) }
+	}
+	n.Start(ctx, at, func(rep driver.Reply, err error) {
+		rep.Server = addr
 		var de driver.Error
-		if !errors.As(err, &de) {
-			if err != nil && ctx.Err() == nil && !errors.Is(err, errClusterClosed) {
-				// The master may be gone; read the map before the next call.
-				c.stale.Store(true)
+		if errors.As(err, &de) {
+			if _, target := redirect(de); target != "" {
+				go func() { done(c.redirected(ctx, m, call, rep, err)) }()
+				return
 			}
-			return rep, err
 		}
-		code, target := redirect(de)
-		if hop > 0 || target == "" {
-			return rep, err
-		}
-		switch code {
-		case "MOVED":
-			// The slot has a new owner: learn the rest of the map too.
-			// The reply's owner is the one to try whatever the read says.
-			_ = c.refresh(ctx, m)
-			addr, asking = target, false
-		case "ASK":
-			addr, asking = target, true
+		c.failed(ctx, err)
+		done(rep, err)
+	})
+}
+
+// routed returns the slot map and the master of call's hash slot when the
+// map is current and names one, and every key of call is in that slot.
+func (c *Cluster) routed(call driver.Call) (*slotMap, string, bool) {
+	m := c.slots.Load()
+	if len(call.Keys) == 0 || m == nil || c.stale.Load() {
+		return nil, "", false
+	}
+	s := slot.Of(call.Keys[0])
+	for _, k := range call.Keys[1:] {
+		if slot.Of(k) != s {
+			return nil, "", false
 		}
 	}
+	addr, err := m.ownerOf(call.Keys[0])
+	return m, addr, err == nil
 }
 
 // redirect returns the code and node of a MOVED or ASK reply, as in
