@@ -142,20 +142,25 @@ func (c *Check) Due(dials uint64) bool {
 }
 
 // Argv returns the script's arguments as sent: Args and, for a script that
-// takes a hint, the hint of check, or "" when check is nil or its questions
-// go with the call (asked).
+// takes a hint, Hint's.
 func (c Call) Argv(check *Check, asked bool) []string {
 	if !c.Script.TakesHint {
 		return c.Args
 	}
-	hint := ""
-	if check != nil && !asked {
-		hint = check.Hint
-	}
 	out := make([]string, len(c.Args)+1)
 	copy(out, c.Args)
-	out[len(c.Args)] = hint
+	out[len(c.Args)] = c.Hint(check, asked)
 	return out
+}
+
+// Hint returns the last argument sent to a script that takes a hint: the
+// hint of check, or "" when check is nil or its questions go with the call
+// (asked).
+func (c Call) Hint(check *Check, asked bool) string {
+	if check != nil && !asked {
+		return check.Hint
+	}
+	return ""
 }
 
 // Reply is a master's answer to a Call.

@@ -231,23 +231,23 @@ func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Rep
 // elsewhere.
 func (pl *pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
 	q := pl.request()
-	argv := q.encode(call, check, asked)
+	hint := q.encode(call, check, asked)
 	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
 		return nil, nil, err
 	}
 	v, answers := q.split(asked)
 	pl.recycle(q)
 	if noScript(v) {
-		return pl.evalSource(ctx, p, call, argv, answers, deadline)
+		return pl.evalSource(ctx, p, call, hint, answers, deadline)
 	}
 	v, err := replyOrError(v)
 	return v, answers, err
 }
 
 // encode puts call's commands in q: the check's questions when asked, then
-// EVALSHA. It returns the script's arguments as sent.
-func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (argv []string) {
-	argv = call.Argv(check, asked)
+// EVALSHA. It returns the hint sent, if the script takes one.
+func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (hint string) {
+	hint = call.Hint(check, asked)
 	q.want = 1
 	if asked {
 		questions := check.Commands()
@@ -256,8 +256,8 @@ func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (arg
 		}
 		q.want += len(questions)
 	}
-	q.buf = appendEval(q.buf, call, argv, false)
-	return argv
+	q.buf = appendEval(q.buf, call, hint, false)
+	return hint
 }
 
 // split returns the script's reply of a request that encode filled, and the
@@ -278,10 +278,10 @@ func noScript(v any) bool {
 // evalSource runs call by its source (EVAL) on p, after the master answered
 // EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
 // server the answers describe.
-func (pl *pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, argv []string, answers []any, deadline time.Time) (any, []any, error) {
+func (pl *pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
 	q := pl.request()
 	q.want = 1
-	q.buf = appendEval(q.buf, call, argv, true)
+	q.buf = appendEval(q.buf, call, hint, true)
 	vals, err := pl.roundTrip(ctx, p, q, deadline)
 	if err != nil {
 		return nil, answers, err

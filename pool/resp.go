@@ -40,9 +40,14 @@ func appendCommand(b []byte, words []string) []byte {
 }
 
 // appendEval appends EVALSHA (or, with src, EVAL) of call with its
-// arguments as sent (argv).
-func appendEval(b []byte, call driver.Call, argv []string, src bool) []byte {
-	b = appendArray(b, 3+len(call.Keys)+len(argv))
+// arguments as sent: call.Args and, for a script that takes a hint, hint
+// (see driver.Call.Argv).
+func appendEval(b []byte, call driver.Call, hint string, src bool) []byte {
+	n := len(call.Args)
+	if call.Script.TakesHint {
+		n++
+	}
+	b = appendArray(b, 3+len(call.Keys)+n)
 	if src {
 		b = appendBulk(b, "EVAL")
 		b = appendBulk(b, call.Script.Src)
@@ -54,8 +59,11 @@ func appendEval(b []byte, call driver.Call, argv []string, src bool) []byte {
 	for _, k := range call.Keys {
 		b = appendBulk(b, k)
 	}
-	for _, a := range argv {
+	for _, a := range call.Args {
 		b = appendBulk(b, a)
+	}
+	if call.Script.TakesHint {
+		b = appendBulk(b, hint)
 	}
 	return b
 }

@@ -82,10 +82,10 @@ func TestReadReply_BadReplies(t *testing.T) {
 func TestAppendEval_IsWhatRedisReads(t *testing.T) {
 	s := driver.NewScript("s", "return 1")
 	call := driver.Call{Script: s, Keys: []string{"k1", "k2"}, Args: []string{"a", ""}}
-	got := string(appendEval(nil, call, call.Args, false))
+	got := string(appendEval(nil, call, "", false))
 	want := "*7\r\n$7\r\nEVALSHA\r\n$40\r\n" + s.SHA + "\r\n$1\r\n2\r\n$2\r\nk1\r\n$2\r\nk2\r\n$1\r\na\r\n$0\r\n\r\n"
 	assert.Equal(t, want, got)
-	got = string(appendEval(nil, call, call.Args, true))
+	got = string(appendEval(nil, call, "", true))
 	assert.True(t, strings.HasPrefix(got, "*7\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n2\r\n"), got)
 	assert.Equal(t, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n", string(appendCommand(nil, []string{"INFO", "server"})))
 }

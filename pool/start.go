@@ -33,7 +33,7 @@ type started struct {
 	call     driver.Call
 	check    *driver.Check
 	asked    bool
-	argv     []string
+	hint     string
 	deadline time.Time
 	done     func(driver.Reply, error)
 	rep      driver.Reply
@@ -60,7 +60,7 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(drive
 	}
 	s.asked = s.check.Due(s.rep.Dials)
 	s.q = pl.request()
-	s.argv = s.q.encode(call, s.check, s.asked)
+	s.hint = s.q.encode(call, s.check, s.asked)
 	s.q.notify = s.replied
 	// Registered before the request is queued, so that the reader, which
 	// sees the queued request under the pipe's lock, sees stop too.
@@ -134,7 +134,7 @@ func (s *started) replied() {
 	if noScript(v) {
 		go func() {
 			var err error
-			s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.argv, answers, s.deadline)
+			s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, answers, s.deadline)
 			s.done(s.rep, err)
 		}()
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/quorumlock/clock"
@@ -21,6 +22,40 @@ type request struct {
 	from              string        // an acquire that takes the key over from this plain lock's token
 	propose           int64         // an acquire's proposal for a new count (see Client.propose), 0 for none
 	fence             int64         // a release that first raises the key's fencing counter to this, 0 for none
+	calls             *calls        // the operation's calls as built for one master, for the others; nil for none
+}
+
+// calls keeps the acquire and the release of one attempt's lock as built
+// for a master, so that every other master with the same names (every
+// plain master of a client) sends the same call without building its keys
+// and arguments again. An entry serves only the request and names it was
+// built for.
+type calls struct {
+	mu               sync.Mutex
+	acquire, release callFor
+}
+
+// callFor is a call built for one request and one master's names.
+type callFor struct {
+	built bool
+	req   request
+	names scripts.Names
+	call  driver.Call
+}
+
+// of returns the call for r on a master with names n: e's, or build's,
+// which it keeps in e when e is empty.
+func (cs *calls) of(e *callFor, r request, n scripts.Names, build func() driver.Call) driver.Call {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if e.built && e.req == r && e.names == n {
+		return e.call
+	}
+	c := build()
+	if !e.built {
+		*e = callFor{built: true, req: r, names: n, call: c}
+	}
+	return c
 }
 
 // node is one master as the algorithm uses it. The Redis implementation is
@@ -88,8 +123,14 @@ func (m *master) startAcquire(ctx context.Context, r request, done func(scripts.
 }
 
 func (m *master) acquireCall(r request) driver.Call {
-	a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
-	return a.Call(m.scripts, m.names)
+	build := func() driver.Call {
+		a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
+		return a.Call(m.scripts, m.names)
+	}
+	if r.calls == nil {
+		return build()
+	}
+	return r.calls.of(&r.calls.acquire, r, m.names, build)
 }
 
 func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error) {
@@ -121,9 +162,16 @@ func (m *master) startRelease(ctx context.Context, r request, done func(scripts.
 }
 
 func (m *master) releaseCall(r request) driver.Call {
-	rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-		Sharded: m.drv.Sharded(), Fence: r.fence, Keep: r.ttl + r.keep}
-	return rel.Call(m.scripts, m.names)
+	sharded := m.drv.Sharded()
+	build := func() driver.Call {
+		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
+			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep}
+		return rel.Call(m.scripts, m.names)
+	}
+	if r.calls == nil || sharded { // a sharded node's release differs from a plain one's
+		return build()
+	}
+	return r.calls.of(&r.calls.release, r, m.names, build)
 }
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
