@@ -79,10 +79,10 @@ type request struct {
 	vals []any  // the replies so far, in the neutral form
 	err  error  // the connection failed before every reply came
 	done chan struct{}
-	// notify, when set, is called instead of signalling done, once vals or
-	// err is final and its caller still waits, outside the pipe's lock: a
-	// started call's continuation (see start.go).
-	notify func()
+	// notify, when set, is told instead of done being signalled, once vals
+	// or err is final and its caller still waits, outside the pipe's lock:
+	// a started call (see start.go).
+	notify notifier
 	// Under the pipe's lock: queued once send took it; complete once vals
 	// or err is final; abandoned once its caller stopped waiting (a
 	// request abandoned before it was queued is refused by send); mark is
@@ -262,7 +262,7 @@ func (p *pipe) read() {
 		}
 		p.pop()
 		q.complete = true
-		var notify func()
+		var notify notifier
 		if !q.abandoned {
 			p.waiting--
 			if notify = q.notify; notify == nil {
@@ -272,7 +272,7 @@ func (p *pipe) read() {
 		discard := p.poisoned && p.waiting == 0
 		p.mu.Unlock()
 		if notify != nil {
-			notify()
+			notify.replied()
 		}
 		if discard {
 			p.fail(errDiscarded)
@@ -344,7 +344,7 @@ func (p *pipe) fail(err error) {
 	}
 	p.err = err
 	p.accepting.Store(false)
-	var notify []func()
+	var notify []notifier
 	for _, q := range p.queue[p.head:] {
 		if !q.abandoned {
 			q.err, q.complete = err, true
@@ -359,10 +359,14 @@ func (p *pipe) fail(err error) {
 	p.mu.Unlock()
 	p.raw.Close()
 	p.pl.forget(p)
-	for _, f := range notify {
-		f()
+	for _, n := range notify {
+		n.replied()
 	}
 }
+
+// notifier is told that a request's replies are in, or that the connection
+// failed under it.
+type notifier interface{ replied() }
 
 // lost reports that the pipe ended because the connection dropped (the
 // master closed it, or restarted), not because it was poisoned or closed

@@ -61,7 +61,7 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(drive
 	s.asked = s.check.Due(s.rep.Dials)
 	s.q = pl.request()
 	s.hint = s.q.encode(call, s.check, s.asked)
-	s.q.notify = s.replied
+	s.q.notify = s
 	// Registered before the request is queued, so that the reader, which
 	// sees the queued request under the pipe's lock, sees stop too.
 	s.stop = context.AfterFunc(ctx, s.expire)

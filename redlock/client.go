@@ -63,9 +63,9 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	for i, p := range masters {
 		names := c.names()
 		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
-		nodes[i] = &master{drv: p, scripts: c.scripts, names: names, clock: c.o.clock,
-			guards: newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
-			conds:  &conditions{log: c.o.logger, node: p.Addr()}}
+		nodes[i] = newMaster(p, c.scripts, names, c.o.clock,
+			newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
+			&conditions{log: c.o.logger, node: p.Addr()})
 	}
 	c.attach(nodes)
 	return c, nil

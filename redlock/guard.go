@@ -89,6 +89,7 @@ type guard struct {
 	state   atomic.Pointer[health]
 	seen    atomic.Uint64 // the pool's dial count at the last answer
 	recheck atomic.Bool   // ask again on the next call
+	plain   atomic.Pointer[plainCheck]
 	dropped bool          // a connection was lost since the last health read; under mu
 	notes   guardNotes    // what has been logged; under mu
 	// lastKnown is the last health read that could be read, for comparing
@@ -196,6 +197,17 @@ func (m *master) check(server, key string) *driver.Check {
 	}
 	g := m.guards.of(server)
 	h := g.state.Load()
+	seen := g.seen.Load()
+	always := g.recheck.Load() || h == nil || (h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)
+	// A plain master has one fence stamp, so its check is the same for
+	// every key: the one built last serves while what it was built from
+	// holds.
+	keep := !always && !m.names.PerSlot
+	if keep {
+		if pc := g.plain.Load(); pc != nil && pc.state == h && pc.check.Seen == seen {
+			return pc.check
+		}
+	}
 	c := &driver.Check{
 		// Built only when due: most calls go on a connection already asked.
 		Ask: func() [][]string {
@@ -207,14 +219,23 @@ func (m *master) check(server, key string) *driver.Check {
 				{"GET", m.names.Stamp(key)},
 			}
 		},
-		Seen: g.seen.Load(),
-		Always: g.recheck.Load() || h == nil ||
-			(h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed),
+		Seen:   seen,
+		Always: always,
 	}
 	if h != nil {
 		c.Hint = h.identity()
 	}
+	if keep {
+		g.plain.Store(&plainCheck{state: h, check: c})
+	}
 	return c
+}
+
+// plainCheck is the check last built for a plain master, and the health it
+// was built from: see master.check.
+type plainCheck struct {
+	state *health
+	check *driver.Check
 }
 
 // connectionLost notes a connection found dead: the master may have

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
@@ -411,6 +412,30 @@ func TestGuard_Identity(t *testing.T) {
 	assert.Equal(t, []string{"k"}, acquire.Args, "the call's own arguments are left alone")
 	extend := driver.Call{Script: &driver.Script{}, Args: []string{"k"}}
 	assert.Equal(t, []string{"k"}, extend.Argv(check, false), "only a script that takes the hint gets it")
+}
+
+// A plain master's check is built once and shared by the calls that follow,
+// until the health it was built from, the dial count or a request to ask
+// again changes it; a cluster node's is built per call, its stamp per slot.
+func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	g := newTestGuard(clk, &logs{}, time.Second)
+	m := &master{guards: newGuards(func() *guard { return g })}
+	assert.True(t, m.check("", "a").Always, "nothing known yet")
+	g.observe("m", plainMaster("r", 50).reading(), 1)
+	c1 := m.check("", "a")
+	assert.Same(t, c1, m.check("", "b"), "the same health and dial count: shared")
+	assert.EqualValues(t, 1, c1.Seen)
+	g.observe("m", plainMaster("r", 50).reading(), 2)
+	c2 := m.check("", "a")
+	assert.NotSame(t, c1, c2, "a new dial count")
+	assert.EqualValues(t, 2, c2.Seen)
+	g.askAgain()
+	assert.True(t, m.check("", "a").Always, "asked again")
+
+	sharded := &master{guards: newGuards(func() *guard { return g }), names: scripts.Names{PerSlot: true}}
+	g.observe("m", plainMaster("r", 50).reading(), 3)
+	assert.NotSame(t, sharded.check("", "a"), sharded.check("", "a"), "a cluster node's check is per key")
 }
 
 // A cluster node has a guard per shard master: a vote on a key is judged by

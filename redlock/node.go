@@ -91,6 +91,16 @@ type master struct {
 	clock   clock.Clock
 	guards  *guards     // nil when the restart guard is off
 	conds   *conditions // how the last call to each server went, logged when it changes
+	// plainCheck is check for a plain master, whose check is the same for
+	// every key: made once (see newMaster).
+	plainCheck func(server string) *driver.Check
+}
+
+// newMaster returns the master over drv.
+func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clock.Clock, guards *guards, conds *conditions) *master {
+	m := &master{drv: drv, scripts: set, names: names, clock: clk, guards: guards, conds: conds}
+	m.plainCheck = func(server string) *driver.Check { return m.check(server, "") }
+	return m
 }
 
 func (m *master) addr() string { return m.drv.Addr() }
@@ -225,7 +235,11 @@ func (m *master) start(ctx context.Context, call driver.Call, done func(any, err
 
 // checked returns call with the restart guard's part, when the guard is on.
 func (m *master) checked(call driver.Call) driver.Call {
-	if m.guards != nil {
+	switch {
+	case m.guards == nil:
+	case !m.names.PerSlot:
+		call.Check = m.plainCheck // the same for every key: see check
+	default:
 		key := strings.TrimPrefix(call.Keys[0], m.names.NS) // every script's first key is the lock
 		call.Check = func(server string) *driver.Check { return m.check(server, key) }
 	}
