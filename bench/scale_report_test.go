@@ -137,7 +137,7 @@ func scaleRatios(rounds []Round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Scale: %d clusters × %d shards over %d masters, same-round ratios\n\n", scaleNodes, scaleShards, scaleNodes)
 	b.WriteString("| | locks/s | client CPU per lock | masters' CPU per lock, all | busiest master's CPU per lock | locks/s at a core per master | masters' wake-ups per lock |\n|---|---|---|---|---|---|---|\n")
-	for _, name := range nodeNames() {
+	for _, name := range scaleNames(topology{}) {
 		fmt.Fprintf(&b, "| %s |", name)
 		for _, m := range []string{"ops_s", "client_cpu_us", "masters_cpu_us", "busiest_cpu_us", "ceiling_locks_s", "wakeups_op"} {
 			v := Ratio("scale-clusters/"+name+"/"+m, "scale-masters/"+name+"/"+m)
@@ -152,6 +152,8 @@ func scaleRatios(rounds []Round) string {
 	}{
 		{"3 masters: locks/s quorumlock / quorumlock-pooled", Ratio("scale-masters/quorumlock/ops_s", "scale-masters/quorumlock-pooled/ops_s")},
 		{"3 masters: locks/s quorumlock-goredis / redsync-goredis", Ratio("scale-masters/quorumlock-goredis/ops_s", "scale-masters/redsync-goredis/ops_s")},
+		{"3 clusters: locks/s quorumlock / redsync-goredis", Ratio("scale-clusters/quorumlock/ops_s", "scale-clusters/redsync-goredis/ops_s")},
+		{"3 clusters: locks/s quorumlock / quorumlock-pooled", Ratio("scale-clusters/quorumlock/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 		{"3 clusters: locks/s quorumlock-goredis / redsync-goredis", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/redsync-goredis/ops_s")},
 		{"3 clusters: locks/s quorumlock-goredis / quorumlock-pooled", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 		{"3 clusters: locks/s quorumlock-rueidis-dials / quorumlock-pooled", Ratio("scale-clusters/quorumlock-rueidis-dials/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
