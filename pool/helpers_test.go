@@ -3,11 +3,9 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,63 +80,4 @@ func isTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// cutter is a TCP relay to a server whose connections the test can cut, as
-// a network that drops them would.
-type cutter struct {
-	ln    net.Listener
-	to    string
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-// newCutter relays from a loopback port to addr until the test ends.
-func newCutter(t *testing.T, addr string) *cutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	c := &cutter{ln: ln, to: addr}
-	c.wg.Add(1)
-	go c.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		c.cut()
-		c.wg.Wait()
-	})
-	return c
-}
-
-// Addr is where clients connect.
-func (c *cutter) Addr() string { return c.ln.Addr().String() }
-
-func (c *cutter) accept() {
-	defer c.wg.Done()
-	for {
-		in, err := c.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", c.to)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		c.mu.Lock()
-		c.conns = append(c.conns, in, out)
-		c.mu.Unlock()
-		c.wg.Add(2)
-		go func() { defer c.wg.Done(); io.Copy(out, in); out.Close() }()
-		go func() { defer c.wg.Done(); io.Copy(in, out); in.Close() }()
-	}
-}
-
-// cut closes every connection relayed so far.
-func (c *cutter) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
 }

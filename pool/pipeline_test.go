@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/pool"
 )
 
@@ -517,7 +518,7 @@ func TestPipeline_MasterRestarted_ConnectionReplacedAndLost(t *testing.T) {
 func TestPipeline_ConnectionDropsUnderACall_SentAgain(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
-		relay := newCutter(t, srv.Addr())
+		relay := redistest.NewForwarder(t, srv.Addr())
 		p := newPipelined(t, relay.Addr())
 		_, err := w.within(p, waitLimit, echoCall("warm"))
 		require.NoError(t, err)
@@ -535,7 +536,7 @@ func TestPipeline_ConnectionDropsUnderACall_SentAgain(t *testing.T) {
 			got <- err
 		}()
 		time.Sleep(50 * time.Millisecond) // the call waits on the paused master
-		relay.cut()
+		relay.Repoint(srv.Addr())         // the open connections are cut; new ones reach the same master
 		time.Sleep(50 * time.Millisecond) // the call goes out again, and waits
 		require.NoError(t, srv.Resume())
 		require.NoError(t, <-got)

@@ -90,8 +90,8 @@ type guard struct {
 	seen    atomic.Uint64 // the pool's dial count at the last answer
 	recheck atomic.Bool   // ask again on the next call
 	plain   atomic.Pointer[plainCheck]
-	dropped bool          // a connection was lost since the last health read; under mu
-	notes   guardNotes    // what has been logged; under mu
+	dropped bool       // a connection was lost since the last health read; under mu
+	notes   guardNotes // what has been logged; under mu
 	// lastKnown is the last health read that could be read, for comparing
 	// run_id and replication ID across unreadable answers; under mu.
 	lastKnown *health

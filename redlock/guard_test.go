@@ -14,9 +14,9 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/internal/slot"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // healthRead is a health read of a master as the guard sees it, for the unit

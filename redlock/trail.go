@@ -75,10 +75,7 @@ func (t *trail) add(i int, s sentRequest) {
 // reports whether any of them got no reply. Each request is bounded by the
 // node timeout, so without a ctx deadline the wait is bounded too.
 func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
-	t.mu.Lock()
-	sent := t.sent[i]
-	t.mu.Unlock()
-	for _, s := range sent {
+	for _, s := range t.of(i) {
 		select {
 		case <-s.Done():
 		case <-ctx.Done():
@@ -93,18 +90,22 @@ func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 // recorded for master i has returned, and then whether any of them got no
 // reply.
 func (t *trail) settled(i int) (unsure, ok bool) {
-	t.mu.Lock()
-	sent := t.sent[i]
-	t.mu.Unlock()
-	for _, s := range sent {
+	for _, s := range t.of(i) {
 		select {
 		case <-s.Done():
+			unsure = unsure || s.noReply()
 		default:
 			return false, false
 		}
-		unsure = unsure || s.noReply()
 	}
 	return unsure, true
+}
+
+// of returns the requests recorded for master i so far.
+func (t *trail) of(i int) []sentRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sent[i]
 }
 
 // unsure waits until every request recorded has returned, and reports
