@@ -135,7 +135,18 @@ func (s *started) replied() {
 		go func() {
 			var err error
 			s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, answers, s.deadline)
-			s.done(s.rep, err)
+			switch {
+			case err == errNotSent:
+				// The connection stopped taking requests in between: the
+				// call goes again as a whole, as Eval sends it.
+				s.done(s.pl.r.Eval(s.ctx, s.call))
+			case err != nil && stale(err) && s.ctx.Err() == nil:
+				rep, err := s.pl.r.Eval(s.ctx, s.call)
+				rep.Lost = true
+				s.done(rep, err)
+			default:
+				s.done(s.rep, err)
+			}
 		}()
 		return
 	}
