@@ -6,7 +6,9 @@
 // A Master runs the lock's Lua scripts (Eval), reads the master's health for
 // the restart guard on the same connection as a script when asked to (Check),
 // and opens subscriptions for release announcements (Subscribe). Replies come
-// back in one neutral form whatever the client library: see Eval.
+// back in one neutral form whatever the client library: see Eval. A driver
+// that can hand a reply over when it comes also implements Starter, and the
+// lock then fans calls out to its masters without a goroutine per master.
 package driver
 
 import (

@@ -9,7 +9,8 @@
 // master. The redigo driver (package pool) runs it in this module; each
 // adapter runs it in its own. A driver of Redis Cluster nodes also runs
 // RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
-// suite again, each node a cluster of three shards.
+// suite again, each node a cluster of three shards. A driver that starts
+// calls (driver.Starter) can run a suite again through ThroughStart.
 package drivertest
 
 import (
