@@ -60,6 +60,24 @@ sentinel failover-timeout locks 5000
 	}
 }
 
+// failover asks the Sentinel at addr to fail "locks" over. A Sentinel
+// learns of the replica from the master's INFO and then asks the replica
+// itself; until it has, it answers NOGOODSLAVE, so that answer is asked
+// again, for at most 20 seconds.
+func failover(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := redistest.DoAt(addr, "SENTINEL", "FAILOVER", "locks")
+		if err == nil {
+			return
+		}
+		require.Contains(t, err.Error(), "NOGOODSLAVE")
+		require.True(t, time.Now().Before(deadline), "the sentinel found no replica to promote within 20s: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Through a Sentinel failover client, the lock works as through a plain
 // one; when the replica is promoted, the client's connections lead to it,
 // the guard's questions reach it before it votes, and it does not vote for
@@ -122,8 +140,7 @@ func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	_, err = redistest.DoAt(sentinel, "SENTINEL", "FAILOVER", "locks")
-	require.NoError(t, err)
+	failover(t, sentinel)
 	// Until the client follows, calls reach the old master (a replica
 	// soon) or fail. The first call the promoted replica runs is asked.
 	deadline := time.Now().Add(20 * time.Second)
