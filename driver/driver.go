@@ -69,8 +69,11 @@ type Starter interface {
 	// Start runs call as Eval does, within ctx's deadline, and calls done
 	// exactly once with what Eval would have returned. done may be called
 	// from any goroutine, before Start returns or later; it must not block,
-	// for it may run on the goroutine that reads the connection's replies.
-	// ctx must have a deadline.
+	// for it may run on the goroutine that reads the connection's replies,
+	// beyond starting other calls (the lock starts a release from the
+	// done of the acquire it follows), whose writes their own deadlines
+	// bound. ctx must have a deadline; Start may let a call run to its
+	// reply or that deadline after ctx is cancelled.
 	Start(ctx context.Context, call Call, done func(Reply, error))
 }
 

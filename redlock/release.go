@@ -84,18 +84,37 @@ func (l *Lock) release(ctx context.Context) error {
 	timeout := c.nodeTimeout(l.req.ttl)
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
 		func(fctx context.Context, i int, reply func(scripts.Released, fanout.Vote, error)) {
+			s, ok := c.nodes[i].(starter)
+			if !ok {
+				go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+				return
+			}
 			// Every request of this lock on its way here has returned (the
 			// common case): the delete goes out now, within the fan-out's
 			// deadline.
 			if unsure, ok := l.trail.settled(i); ok {
 				r := l.releaseOf(i, unsure)
-				if s, ok := c.nodes[i].(starter); ok && s.startRelease(fctx, r, func(out scripts.Released, err error) {
+				if !s.startRelease(fctx, r, func(out scripts.Released, err error) {
 					reply(l.released(i, r, out, err, timeout))
 				}) {
-					return
+					go func() { reply(l.releaseOn(ctx, i, timeout)) }()
 				}
+				return
 			}
-			go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+			// A request of this lock is still on its way here: the delete
+			// follows it, started from its return, with a node timeout of
+			// its own, as releaseOn gives it; no goroutine waits for it.
+			l.trail.whenSettled(i, func(unsure bool) {
+				r := l.releaseOf(i, unsure)
+				dctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
+				if !s.startRelease(dctx, r, func(out scripts.Released, err error) {
+					cancel()
+					reply(l.released(i, r, out, err, timeout))
+				}) {
+					cancel()
+					go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+				}
+			})
 		})
 	if err != nil {
 		return err

@@ -26,10 +26,15 @@ type trail struct {
 type sentRequest interface {
 	Done() <-chan struct{}
 	noReply() bool
+	// onDone runs f once the request has returned: at once when it has,
+	// otherwise in the goroutine that returns it.
+	onDone(f func())
 }
 
 // roundRequest is a master's part of an acquisition round.
 type roundRequest struct{ *fanout.Node[ask] }
+
+func (r roundRequest) onDone(f func()) { r.OnDone(f) }
 
 func (r roundRequest) noReply() bool {
 	rep, _ := r.Reply()
@@ -38,20 +43,26 @@ func (r roundRequest) noReply() bool {
 
 // retakeRequest is a retake sent to one master.
 type retakeRequest struct {
-	done chan struct{}
-	lost bool // the request got no reply; set before done is closed
+	done fanout.Signal
+	lost bool // the request got no reply; set before done fires
 }
 
-func newRetakeRequest() *retakeRequest { return &retakeRequest{done: make(chan struct{})} }
+func newRetakeRequest() *retakeRequest {
+	r := &retakeRequest{}
+	r.done.Init()
+	return r
+}
 
-func (r *retakeRequest) Done() <-chan struct{} { return r.done }
+func (r *retakeRequest) Done() <-chan struct{} { return r.done.Done() }
 
 func (r *retakeRequest) noReply() bool { return r.lost }
+
+func (r *retakeRequest) onDone(f func()) { r.done.OnDone(f) }
 
 // finish records that the retake returned, and whether it got no reply.
 func (r *retakeRequest) finish(noReply bool) {
 	r.lost = noReply
-	close(r.done)
+	r.done.Fire()
 }
 
 func newTrail(nodes int, rounds []round) *trail {
@@ -99,6 +110,25 @@ func (t *trail) settled(i int) (unsure, ok bool) {
 		}
 	}
 	return unsure, true
+}
+
+// whenSettled is settle without a goroutine waiting: it runs f once every
+// request recorded for master i has returned, with whether any of them got
+// no reply; at once when they have, otherwise in the goroutine that returns
+// the last of them. Each request is bounded by the node timeout, so f runs
+// within it.
+func (t *trail) whenSettled(i int, f func(unsure bool)) {
+	unsure := false
+	for _, s := range t.of(i) {
+		select {
+		case <-s.Done():
+			unsure = unsure || s.noReply()
+		default:
+			s.onDone(func() { t.whenSettled(i, f) })
+			return
+		}
+	}
+	f(unsure)
 }
 
 // of returns the requests recorded for master i so far.

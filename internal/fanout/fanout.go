@@ -63,7 +63,7 @@ type Reply[T any] struct {
 // Node is one node's part of a fan-out. Its reply is set once, before Done
 // is closed.
 type Node[T any] struct {
-	done    chan struct{}
+	done    Signal // fires once the reply is in
 	reply   Reply[T]
 	i       int
 	w       *workers[T]
@@ -71,13 +71,19 @@ type Node[T any] struct {
 }
 
 // Done returns a channel closed once the node's operation has returned.
-func (n *Node[T]) Done() <-chan struct{} { return n.done }
+func (n *Node[T]) Done() <-chan struct{} { return n.done.Done() }
+
+// OnDone runs f once the node's operation has returned: at once, in the
+// caller's goroutine, when it has; otherwise in the goroutine that hands
+// in its reply, after the reply is in and the fan-out has been told. f
+// runs exactly once.
+func (n *Node[T]) OnDone(f func()) { n.done.OnDone(f) }
 
 // Reply returns the node's reply and true once it is in; a zero Reply and
 // false while the operation still runs.
 func (n *Node[T]) Reply() (Reply[T], bool) {
 	select {
-	case <-n.done:
+	case <-n.done.Done():
 		return n.reply, true
 	default:
 		return Reply[T]{}, false
@@ -108,7 +114,7 @@ func (r *Result[T]) Node(i int) *Node[T] { return r.nodes[i] }
 
 // Done returns a channel closed once node i's operation has returned, even
 // if that happened after Run returned.
-func (r *Result[T]) Done(i int) <-chan struct{} { return r.nodes[i].done }
+func (r *Result[T]) Done(i int) <-chan struct{} { return r.nodes[i].done.Done() }
 
 // Reply returns node i's reply and true once it is in.
 func (r *Result[T]) Reply(i int) (Reply[T], bool) { return r.nodes[i].Reply() }
@@ -121,7 +127,7 @@ func (r *Result[T]) Err() error { return r.err }
 func (r *Result[T]) Wait(ctx context.Context) error {
 	for _, n := range r.nodes {
 		select {
-		case <-n.done:
+		case <-n.done.Done():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -199,7 +205,8 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 	store := make([]Node[T], cfg.Nodes) // one allocation for every node's entry
 	for i := range store {
 		n := &store[i]
-		n.done, n.i, n.w = make(chan struct{}), i, w
+		n.i, n.w = i, w
+		n.done.Init()
 		res.nodes[i] = n
 	}
 	for _, n := range res.nodes {
@@ -250,10 +257,13 @@ func (n *Node[T]) reply1(v T, vote Vote, err error) {
 		return
 	}
 	n.reply = Reply[T]{Value: v, Vote: vote, Err: err}
-	close(n.done)
+	after := n.done.fire()
 	n.w.answered <- n.i
 	if n.w.running.Add(-1) == 0 {
 		n.w.cancel() // the last one out releases the deadline's timer
+	}
+	for _, f := range after {
+		f()
 	}
 }
 

@@ -259,6 +259,40 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 	assert.Equal(t, fanout.Yes, rep.Vote)
 }
 
+// OnDone runs its function once per registration: at once for a node that
+// has replied, and for one still running, in the goroutine that replies,
+// with the reply already in; a second reply runs nothing again.
+func TestNode_OnDone(t *testing.T) {
+	var reply func(string, fanout.Vote, error)
+	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
+		func(ctx context.Context, i int, r func(string, fanout.Vote, error)) {
+			if i == 0 {
+				r("first", fanout.Yes, nil)
+				return
+			}
+			reply = r
+		})
+	require.NoError(t, err)
+
+	ran := 0
+	res.Node(0).OnDone(func() { ran++ })
+	assert.Equal(t, 1, ran, "a node that replied runs it at once")
+
+	var seen []string
+	for range 2 {
+		res.Node(1).OnDone(func() {
+			rep, ok := res.Reply(1)
+			require.True(t, ok, "the reply is in before it runs")
+			seen = append(seen, rep.Value)
+		})
+	}
+	assert.Empty(t, seen, "a node still running runs nothing yet")
+	reply("late", fanout.Yes, nil) // this goroutine replies: both run here, before reply returns
+	assert.Equal(t, []string{"late", "late"}, seen)
+	reply("again", fanout.No, nil)
+	assert.Len(t, seen, 2, "a second reply runs nothing")
+}
+
 func TestFanOut_NoNodes(t *testing.T) {
 	_, err := fanout.Run[struct{}](context.Background(), fanout.Config{}, nil)
 	assert.ErrorIs(t, err, fanout.ErrNoNodes)

@@ -1,0 +1,43 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/fanout"
+)
+
+// whenSettled runs its function once every request recorded for the master
+// has returned, whichever returns last: an acquisition round's part or a
+// retake, and says whether any got no reply; at once when all have.
+func TestTrail_WhenSettled(t *testing.T) {
+	replies := make([]func(ask, fanout.Vote, error), 2)
+	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
+		func(ctx context.Context, i int, reply func(ask, fanout.Vote, error)) { replies[i] = reply })
+	require.NoError(t, err)
+	tr := newTrail(2, []round{{res: res}})
+	retake := newRetakeRequest()
+	tr.add(1, retake)
+
+	type settled struct{ unsure bool }
+	var got []settled
+	tr.whenSettled(1, func(unsure bool) { got = append(got, settled{unsure}) })
+	assert.Empty(t, got, "two requests are on their way")
+	replies[1](ask{err: errors.New("no reply")}, fanout.No, nil)
+	assert.Empty(t, got, "the retake is still on its way")
+	retake.finish(false)
+	assert.Equal(t, []settled{{true}}, got, "runs when the last returns; the round's part got no reply")
+
+	tr.whenSettled(1, func(unsure bool) { got = append(got, settled{unsure}) })
+	assert.Len(t, got, 2, "runs at once when all have returned")
+
+	got = nil
+	tr.whenSettled(0, func(unsure bool) { got = append(got, settled{unsure}) })
+	replies[0](ask{}, fanout.Yes, nil)
+	assert.Equal(t, []settled{{false}}, got)
+}
