@@ -59,16 +59,26 @@ type pipe struct {
 	// no new request. Read without the lock to pick a pipe.
 	accepting atomic.Bool
 
-	mu       sync.Mutex
-	out      []byte     // commands accepted and not yet written
-	spare    []byte     // the buffer the last write used, for reuse
-	writing  bool       // a writer is at work: commands accepted now go out with its next write
-	queue    []*request // requests whose replies are not all in, in the order of their commands
-	head     int        // queue[head] is the next to be answered
-	waiting  int        // requests in the queue whose callers still wait
-	replies  uint64     // replies read so far
-	poisoned bool       // a request timed out while the master answered nothing
-	err      error      // the connection failed or was closed; every waiting caller has been told
+	mu      sync.Mutex
+	out     []byte // commands accepted and not yet written
+	spare   []byte // the buffer the last write used, for reuse
+	writing bool   // a writer is at work: commands accepted now go out with its next write
+	// notifying: the reader is telling a started call of its reply. A
+	// request sent meanwhile (often a call that follows the one answered)
+	// does not write at once: owed marks it, and the reader writes what is
+	// queued once it has handed out the replies it holds (see flushOwed),
+	// so that the calls its replies start go out in one write.
+	notifying, owed bool
+	queue           []*request // requests whose replies are not all in, in the order of their commands
+	head            int        // queue[head] is the next to be answered
+	waiting         int        // requests in the queue whose callers still wait
+	replies         uint64     // replies read so far
+	poisoned        bool       // a request timed out while the master answered nothing
+	err             error      // the connection failed or was closed; every waiting caller has been told
+	// The started calls' deadlines: one timer, set for the earliest
+	// deadline of a started call in the queue (next), or stopped (next zero).
+	timer *time.Timer
+	next  time.Time
 }
 
 // request is one caller's unit: one or more commands whose replies come
@@ -83,6 +93,9 @@ type request struct {
 	// or err is final and its caller still waits, outside the pipe's lock:
 	// a started call (see start.go).
 	notify notifier
+	// expires, for a started call (notify set), is its deadline: the pipe's
+	// timer abandons it then (see expireDue). Zero for a caller that waits.
+	expires time.Time
 	// Under the pipe's lock: queued once send took it; complete once vals
 	// or err is final; abandoned once its caller stopped waiting (a
 	// request abandoned before it was queued is refused by send); mark is
@@ -133,9 +146,14 @@ func (p *pipe) send(q *request, deadline time.Time) bool {
 	q.mark = p.replies
 	p.queue = append(p.queue, q)
 	p.waiting++
-	start := !p.writing
+	if !q.expires.IsZero() && (p.next.IsZero() || q.expires.Before(p.next)) {
+		p.arm(q.expires)
+	}
+	start := !p.writing && !p.notifying
 	if start {
 		p.writing = true
+	} else if !p.writing {
+		p.owed = true
 	}
 	if start && (p.tls || deadline.IsZero()) {
 		// A write cut short by a deadline breaks a TLS connection for good,
@@ -270,15 +288,49 @@ func (p *pipe) read() {
 			}
 		}
 		discard := p.poisoned && p.waiting == 0
+		p.notifying = notify != nil
 		p.mu.Unlock()
 		if notify != nil {
 			notify.replied()
+			p.mu.Lock()
+			p.notifying = false
+			p.mu.Unlock()
 		}
 		if discard {
 			p.fail(errDiscarded)
 			return
 		}
+		if p.br.Buffered() == 0 {
+			p.flushOwed()
+		}
 	}
+}
+
+// flushOwed writes what was queued while the reader was handing out
+// replies (see notifying), unless a writer is at work, which takes it
+// along. The reader calls it once it holds no more replies, before it waits
+// for the next: nothing owed waits on a reply that may never come. The
+// write is bounded by the pipe's write timeout, as a background write is,
+// and made in the background on TLS or without a write timeout.
+func (p *pipe) flushOwed() {
+	p.mu.Lock()
+	if !p.owed {
+		p.mu.Unlock()
+		return
+	}
+	p.owed = false
+	if p.writing || p.err != nil || len(p.out) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.writing = true
+	if p.tls || p.write <= 0 {
+		p.background() // as send does: see there
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.writeInline(time.Now().Add(p.write))
 }
 
 // pop removes the request first in line. The caller holds p.mu.
@@ -334,6 +386,65 @@ func (p *pipe) abandon(q *request, err error) {
 	}
 }
 
+// arm sets the pipe's timer for the started calls' deadlines to fire at t.
+// The caller holds p.mu.
+func (p *pipe) arm(t time.Time) {
+	p.next = t
+	d := time.Until(t)
+	if p.timer == nil {
+		p.timer = time.AfterFunc(d, p.expireDue)
+		return
+	}
+	p.timer.Reset(d)
+}
+
+// expireDue is the timer's: every started call whose deadline has passed
+// and whose reply is not in stops waiting, as a caller of wait would when
+// its ctx's deadline passes (see abandon, and pipe for the poisoning
+// rule), and is told so; the timer is set again for the earliest deadline
+// left. One timer per connection serves every started call on it, so that
+// none needs a timer, or a callback on its ctx, of its own.
+func (p *pipe) expireDue() {
+	now := time.Now()
+	p.mu.Lock()
+	if p.err != nil {
+		p.mu.Unlock()
+		return
+	}
+	var due []notifier
+	var next time.Time
+	for _, q := range p.queue[p.head:] {
+		if q.expires.IsZero() || q.abandoned {
+			continue
+		}
+		if now.Before(q.expires) {
+			if next.IsZero() || q.expires.Before(next) {
+				next = q.expires
+			}
+			continue
+		}
+		q.abandoned = true
+		p.waiting--
+		if p.replies == q.mark {
+			p.poisoned = true
+			p.accepting.Store(false)
+		}
+		due = append(due, q.notify)
+	}
+	p.next = time.Time{}
+	if !next.IsZero() {
+		p.arm(next)
+	}
+	discard := p.poisoned && p.waiting == 0
+	p.mu.Unlock()
+	for _, n := range due {
+		n.expired()
+	}
+	if discard {
+		p.fail(errDiscarded)
+	}
+}
+
 // fail ends the pipe with err, the first time: every waiting caller is
 // told, the connection closed, and the pipe forgotten by its pipeline.
 func (p *pipe) fail(err error) {
@@ -356,6 +467,9 @@ func (p *pipe) fail(err error) {
 		}
 	}
 	p.queue, p.head, p.waiting, p.out = nil, 0, 0, nil
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	p.mu.Unlock()
 	p.raw.Close()
 	p.pl.forget(p)
@@ -365,8 +479,12 @@ func (p *pipe) fail(err error) {
 }
 
 // notifier is told that a request's replies are in, or that the connection
-// failed under it.
-type notifier interface{ replied() }
+// failed under it (replied), or that its deadline passed first (expired);
+// once, and outside the pipe's lock.
+type notifier interface {
+	replied()
+	expired()
+}
 
 // lost reports that the pipe ended because the connection dropped (the
 // master closed it, or restarted), not because it was poisoned or closed

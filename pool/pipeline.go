@@ -165,7 +165,7 @@ func (pl *pipeline) request() *request {
 // recycled: its reply may still come.
 func (pl *pipeline) recycle(q *request) {
 	clear(q.vals)
-	q.err, q.notify = nil, nil
+	q.err, q.notify, q.expires = nil, nil, time.Time{}
 	q.queued, q.complete, q.abandoned = false, false, false
 	if cap(q.buf) > maxBufferKept {
 		q.buf = nil

@@ -367,9 +367,11 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 	})
 }
 
-// A cancelled call stops waiting at once, keeps its place in line, and
+// A cancelled Eval stops waiting at once, keeps its place in line, and
 // leaves the connection in use: the next call on it gets its own reply, not
-// the cancelled one's.
+// the cancelled one's. A started call is bounded by its ctx's deadline only
+// (see Redis.Start): a cancel does not cut it short, and it gets its own
+// reply once the master answers.
 func TestPipeline_Cancelled_KeepsItsPlaceAndTheConnection(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
@@ -380,18 +382,38 @@ func TestPipeline_Cancelled_KeepsItsPlaceAndTheConnection(t *testing.T) {
 		defer srv.Resume()
 
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
 		got := make(chan error, 1)
 		go func() {
-			_, err := w.eval(p, ctx, echoCall("cancelled"))
+			rep, err := w.eval(p, ctx, echoCall("cancelled"))
+			if err == nil {
+				err = wantEcho(rep, "cancelled")
+			}
 			got <- err
 		}()
 		time.Sleep(50 * time.Millisecond)
 		cancel()
-		select {
-		case err := <-got:
-			assert.ErrorIs(t, err, context.Canceled)
-		case <-time.After(slack):
-			t.Fatal("a cancelled call kept waiting")
+		if w.name == "Start" {
+			select {
+			case err := <-got:
+				t.Fatalf("a started call ended on a cancel: %v", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			require.NoError(t, srv.Resume())
+			select {
+			case err := <-got:
+				require.NoError(t, err, "the started call gets its own reply")
+			case <-time.After(slack):
+				t.Fatal("the started call got no reply")
+			}
+			require.NoError(t, srv.Pause())
+		} else {
+			select {
+			case err := <-got:
+				assert.ErrorIs(t, err, context.Canceled)
+			case <-time.After(slack):
+				t.Fatal("a cancelled call kept waiting")
+			}
 		}
 
 		next := make(chan error, 1)
@@ -757,4 +779,43 @@ func TestPipeline_TimedOutInQueueBehindAnsweredCalls_KeepsTheConnection(t *testi
 		assert.NoError(t, wantEcho(rep, "after"), "the queued call's late reply was taken for another")
 		assert.EqualValues(t, 1, rep.Dials, "a master that kept answering had its connection replaced")
 	})
+}
+
+// Calls started from a started call's done, on the connection's reader,
+// go out once the reader has handed out the replies it holds, in chains
+// as long as the callers like: none waits for a reply that never comes.
+func TestPipeline_CallsStartedFromADone_GoOut(t *testing.T) {
+	srv := startRedis(t)
+	p := newPipelined(t, srv.Addr())
+	_, err := p.Eval(context.Background(), echoCall("warm")) // the connection is open: Start sends on it
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	const chains, links = 8, 20
+	done := make(chan error, chains)
+	for c := range chains {
+		var next func(n int)
+		next = func(n int) {
+			id := fmt.Sprintf("chain %d link %d", c, n)
+			p.Start(ctx, echoCall(id), func(rep driver.Reply, err error) {
+				if err == nil {
+					err = wantEcho(rep, id)
+				}
+				if err != nil || n == links {
+					done <- err
+					return
+				}
+				next(n + 1) // on the reader, mostly
+			})
+		}
+		next(1)
+	}
+	for range chains {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(slack):
+			t.Fatal("a chain of started calls stalled")
+		}
+	}
 }

@@ -13,7 +13,10 @@ var _ driver.Starter = (*Redis)(nil)
 // (see driver.Starter). In the pipelined mode, when a connection is open
 // and taking requests, the call's commands are sent from the caller's
 // goroutine and done runs on the connection's reader once the reply is in,
-// or when ctx's deadline passes first; no goroutine waits for the reply.
+// or on the connection's timer when ctx's deadline passes first; no
+// goroutine waits for the reply. Such a call is bounded by ctx's deadline
+// alone: a ctx cancelled before it does not cut the call short (the
+// caller, a fan-out, stops waiting on its own).
 // Otherwise (the pooled mode, a connection to open, a connection that
 // dropped under the call, a script the master has not cached) a goroutine
 // runs Eval or finishes the call as Eval would.
@@ -37,7 +40,6 @@ type started struct {
 	deadline time.Time
 	done     func(driver.Reply, error)
 	rep      driver.Reply
-	stop     func() bool // stops the deadline's callback
 }
 
 // start sends call on a pipe already open, and reports false, having sent
@@ -61,58 +63,33 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(drive
 	s.asked = s.check.Due(s.rep.Dials)
 	s.q = pl.request()
 	s.hint = s.q.encode(call, s.check, s.asked)
-	s.q.notify = s
-	// Registered before the request is queued, so that the reader, which
-	// sees the queued request under the pipe's lock, sees stop too.
-	s.stop = context.AfterFunc(ctx, s.expire)
+	// The pipe tells s of the reply, or of the deadline passing first (see
+	// pipe.expireDue): no timer and no callback on ctx per call.
+	s.q.notify, s.q.expires = s, deadline
 	if p.send(s.q, deadline) {
 		return true
 	}
-	if s.stop() {
-		// The pipe stopped taking requests: nothing went out, and the
-		// caller sends the call another way.
-		pl.recycle(s.q)
-		return false
-	}
-	// The deadline passed before the request was queued: expire left the
-	// reply to us.
-	done(s.rep, ctx.Err())
-	return true
+	// The pipe stopped taking requests: nothing went out, and the caller
+	// sends the call another way.
+	pl.recycle(s.q)
+	return false
 }
 
-// expire runs when ctx ends: if the request is still waiting for its
-// reply, it stops waiting, as Eval's caller would (see pipe.wait), and the
-// call returns ctx's error.
-func (s *started) expire() {
-	p, q := s.p, s.q
-	p.mu.Lock()
-	if !q.queued {
-		// Not sent yet: send refuses it, and start replies.
-		q.abandoned = true
-		p.mu.Unlock()
-		return
-	}
-	if q.complete {
-		// The reply, or the connection's failure, came first, and its
-		// notification replies.
-		p.mu.Unlock()
-		return
-	}
-	err := s.ctx.Err()
-	p.abandon(q, err) // releases p.mu; q is never recycled: its reply may still come
-	s.done(s.rep, err)
+// expired is the request's notification that its deadline passed before
+// its reply came: it stopped waiting, as Eval's caller would (see
+// pipe.wait), and the call returns the deadline's error. The request is
+// never recycled: its reply may still come.
+func (s *started) expired() {
+	s.done(s.rep, context.DeadlineExceeded)
 }
 
 // replied is the request's notification: its replies are in, or the
 // connection failed under it.
 func (s *started) replied() {
 	q := s.q
-	recycle := s.stop() // false: expire ran, found q complete, and keeps nothing of it
 	if q.err != nil {
 		err := q.err
-		if recycle {
-			s.pl.recycle(q)
-		}
+		s.pl.recycle(q)
 		if stale(err) && s.ctx.Err() == nil {
 			// The connection dropped under the call: Eval replaces it and
 			// sends the call again, as it does for a call of its own.
@@ -127,9 +104,7 @@ func (s *started) replied() {
 		return
 	}
 	v, answers := q.split(s.asked)
-	if recycle {
-		s.pl.recycle(q)
-	}
+	s.pl.recycle(q)
 	s.rep.Answers = answers
 	if noScript(v) {
 		go func() {
