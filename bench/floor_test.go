@@ -161,7 +161,7 @@ func scriptedFloorFollows(t *testing.T, cl *cluster, f *Floor) {
 	f.bg.Wait()
 	for _, a := range cl.addrs {
 		assert.Equal(t, token, value(t, a, "k"), a)
-		assert.NotEmpty(t, value(t, a, "quorumlock:fence:k"), "the fencing counter on %s", a)
+		assert.NotEmpty(t, value(t, a, "quorumlock:fence-floor"), "the fence floor on %s", a)
 	}
 	_, err = f.TryLock(ctx, "k")
 	assert.ErrorIs(t, err, ErrFloorNotObtained, "a held key is refused")

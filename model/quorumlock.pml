@@ -274,7 +274,7 @@ c_decl {
 /* masters */
 byte h[NM];             /* the key's holder: a token, 0 if free */
 byte kw[NM];            /* the holder's window count when the key was set or renewed */
-byte cnt[NM];           /* the key's fencing counter, which is also the node's floor */
+byte cnt[NM];           /* the node's fence floor, from which every grant counts */
 byte tomb[NM];          /* tombstones void:<token>, one bit per token */
 bit quar[NM];           /* restarted, and its quarantine has not ended */
 byte rw[NM*NC];         /* each client's window count when the master restarted */
@@ -372,7 +372,7 @@ hidden byte woff[NC];
 
 /* ----------------------------------------------------------- scripts */
 
-/* lib.lua bump: the key's counter moves on; with no floor (a master that
+/* lib.lua bump: the count moves one above the floor; with no floor (a master that
  * restarted empty) it starts from the clock, above every fence before. */
 inline bump(m) {
 	if

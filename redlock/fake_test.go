@@ -39,7 +39,7 @@ type fakeNode struct {
 	mu       sync.Mutex
 	mode     behaviour
 	keys     map[string]*fakeKey
-	counters map[string]int64
+	counters map[string]int64 // a reentrant lock's fence record
 	floor    int64
 	voided   map[string]bool // tombstones of rolled-back attempts
 	calls    []fakeCall
@@ -255,33 +255,40 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 			k.owner, k.holds = r.owner, map[string]bool{r.token: true}
 		}
 		f.keys[r.key] = k
-		c := f.counters[r.key] + 1
-		if c <= f.floor {
-			c = f.floor + 1
+		c := f.count(r)
+		if r.owner != "" {
+			f.counters[r.key] = c
 		}
-		c = f.proposed(c, r.propose)
-		f.counters[r.key], f.floor = c, max(f.floor, c)
 		return scripts.Grant{OK: true, Counter: c}
 	}
 	switch {
 	case r.owner == "" && r.from != "" && k.owner == "" && k.token == r.from:
 		k.token, k.until = r.token, now.Add(r.ttl)
-		f.counters[r.key] = f.proposed(f.counters[r.key]+1, r.propose)
-		f.floor = max(f.floor, f.counters[r.key])
-		return scripts.Grant{OK: true, Counter: f.counters[r.key], TookOver: true}
+		return scripts.Grant{OK: true, Counter: f.count(r), TookOver: true}
 	case r.owner == "" && k.token == r.token:
-		return scripts.Grant{OK: true, Counter: f.counters[r.key]}
+		return scripts.Grant{OK: true, Counter: f.floor} // a plain lock keeps no record
 	case r.owner != "" && k.owner == r.owner:
 		k.holds[r.token] = true
 		if until := now.Add(r.ttl); until.After(k.until) {
 			k.until = until
 		}
-		return scripts.Grant{OK: true, Counter: f.counters[r.key]}
+		c := f.counters[r.key]
+		if c == 0 {
+			c = f.floor
+		}
+		return scripts.Grant{OK: true, Counter: c}
 	}
 	if k.owner != "" {
 		return scripts.Grant{PTTL: k.until.Sub(now), Holder: "owner:" + k.owner}
 	}
 	return scripts.Grant{PTTL: k.until.Sub(now), Holder: k.token}
+}
+
+// count is lib.lua's bump: one above the floor, or the proposal where it
+// is larger; the floor follows. The caller holds f.mu.
+func (f *fakeNode) count(r request) int64 {
+	f.floor = f.proposed(f.floor+1, r.propose)
+	return f.floor
 }
 
 // proposed is lib.lua's proposed: the proposal p where it is above the
@@ -335,8 +342,7 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 		return scripts.NotHeld, nil
 	}
 	if r.fence != 0 {
-		f.counters[r.key] = max(f.counters[r.key], r.fence)
-		f.floor = max(f.floor, r.fence)
+		f.raise(r, r.fence)
 	}
 	if r.owner != "" {
 		delete(k.holds, r.token)
@@ -359,9 +365,17 @@ func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool
 	if k == nil || !k.heldBy(r) {
 		return false, nil
 	}
-	f.counters[r.key] = max(f.counters[r.key], fence)
-	f.floor = max(f.floor, fence)
+	f.raise(r, fence)
 	return true, nil
+}
+
+// raise is lib.lua's raiseCounter: the floor, and a reentrant lock's
+// record. The caller holds f.mu.
+func (f *fakeNode) raise(r request, fence int64) {
+	if r.owner != "" {
+		f.counters[r.key] = max(f.counters[r.key], fence)
+	}
+	f.floor = max(f.floor, fence)
 }
 
 func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, error) {
@@ -371,11 +385,14 @@ func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, erro
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := scripts.State{Counter: f.counters[key], PTTL: scripts.NoKey}
+	s := scripts.State{Counter: f.floor, PTTL: scripts.NoKey}
 	if k := f.live(key); k != nil {
 		s.PTTL = k.until.Sub(f.clk.Now())
 		if k.owner != "" {
 			s.Holder, s.Holds = "owner:"+k.owner, len(k.holds)
+			if c := f.counters[key]; c != 0 {
+				s.Counter = c
+			}
 		} else {
 			s.Holder, s.Holds = k.token, 1
 		}

@@ -636,31 +636,73 @@ func TestIntegration_ReleaseThenCancel_LeavesNothing(t *testing.T) {
 	}
 }
 
-// Each master's fence floor is a whole number at least every counter it
-// holds: fences are clock-seeded numbers near 2^50, and a floor below a
-// counter would let a re-created counter repeat a fence.
-func TestIntegration_FenceFloorCoversEveryCounter(t *testing.T) {
+// Each master's fence floor is a whole number at least every fence it
+// granted: fences are clock-seeded numbers near 2^50, and the next grant of
+// any key there counts above the floor. A plain lock keeps no fence record.
+func TestIntegration_FenceFloorCoversEveryFence(t *testing.T) {
 	srv := masters(t, 3)
 	c := client(t, srv)
 	ctx := context.Background()
+	var last int64
 	for i := range 20 {
 		key := "f" + strconv.Itoa(i%4) // new keys and keys again
 		l, err := c.TryLock(ctx, key, time.Second)
 		require.NoError(t, err)
+		assert.Greater(t, l.Fence(), last, "fences grow")
+		last = l.Fence()
 		require.NoError(t, l.Release(ctx))
 	}
 	for _, s := range srv {
 		for k := range 4 {
 			key := "f" + strconv.Itoa(k)
-			floor, err := redis.String(do(t, s, "ZSCORE", suiteNames().Floor(key), "floor"), nil)
+			floor, err := redis.String(do(t, s, "GET", suiteNames().Floor(key)), nil)
 			require.NoError(t, err)
 			f, err := strconv.ParseInt(floor, 10, 64)
 			require.NoError(t, err, "the floor %q is a whole number", floor)
-			v, err := redis.Int64(do(t, s, "GET", suiteNames().Fence(key)), nil)
-			require.NoError(t, err)
-			assert.GreaterOrEqual(t, f, v, "%s: the floor of %s's slot is below its counter", s.Addr(), key)
+			assert.GreaterOrEqual(t, f, last, "%s: the floor of %s's slot is below the last fence", s.Addr(), key)
 			assert.Greater(t, f, int64(1)<<40, "floors start from the clock")
+			assert.EqualValues(t, 0, do(t, s, "EXISTS", suiteNames().Fence(key)), "%s: a plain lock keeps no fence record", s.Addr())
 		}
+	}
+}
+
+// TestIntegration_FenceFloorKeptAsASortedSet_IsReplacedFromTheClock gives
+// masters that counted before (their stamp names them) a fence floor kept
+// as a sorted set, as earlier versions of the library kept it, just below
+// each master's clock seed, as counting there would have left it. The
+// scripts cannot read it as a number: they replace it with a string no
+// lower than the clock seed, so the fence handed out is above it.
+func TestIntegration_FenceFloorKeptAsASortedSet_IsReplacedFromTheClock(t *testing.T) {
+	srv := masters(t, 3)
+	c := client(t, srv)
+	ctx := context.Background()
+	const key = "upgraded"
+	l, err := c.TryLock(ctx, "{"+key+"}warm", time.Second) // the masters' stamps, and a floor in key's slot
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	var old int64
+	for _, s := range srv {
+		do(t, s, "DEL", suiteNames().Floor(key))
+		tm, err := redis.Int64s(do(t, s, "TIME"), nil)
+		require.NoError(t, err)
+		seed := (tm[0]*1000 + tm[1]/1000) * 1024
+		old = max(old, seed-10)
+		do(t, s, "ZADD", suiteNames().Floor(key), seed-10, "floor")
+	}
+	l, err = c.TryLock(ctx, key, time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, l.Fence(), old, "the fence is above what the old floors held")
+	// Each master seeds from its own clock, so their counts may differ by
+	// a millisecond's worth: the release raises those below the fence.
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, c.Close()) // every master's release has run
+	for _, s := range srv {
+		kind, err := redis.String(do(t, s, "TYPE", suiteNames().Floor(key)), nil)
+		require.NoError(t, err)
+		assert.Equal(t, "string", kind, "%s: the floor is a string now", s.Addr())
+		f, err := redis.Int64(do(t, s, "GET", suiteNames().Floor(key)), nil)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, f, l.Fence(), "%s: the floor covers the fence", s.Addr())
 	}
 }
 
@@ -717,7 +759,7 @@ func TestIntegration_DriftedFloorsAgreeOnTheProposal(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 	for i, s := range srv {
 		floor := c.nodes[i].(*master).names.Floor("{drift}k")
-		do(t, s, "ZINCRBY", floor, 100*(i+1), "floor")
+		do(t, s, "INCRBY", floor, 100*(i+1))
 	}
 	time.Sleep(proposalLag + 50*time.Millisecond) // proposals are made from the clock proposalLag ago
 	l, err = c.TryLock(ctx, "{drift}k", time.Second)
@@ -725,10 +767,11 @@ func TestIntegration_DriftedFloorsAgreeOnTheProposal(t *testing.T) {
 	defer l.Release(ctx)
 	assert.NotContains(t, l.fenced, true, "no master's counter was raised to the fence")
 	for i, s := range srv {
-		v, err := redis.Int64(do(t, s, "GET", c.nodes[i].(*master).names.Fence("{drift}k")), nil)
-		require.NoError(t, err, "master %d: the counter", i)
+		v, err := redis.Int64(do(t, s, "GET", c.nodes[i].(*master).names.Floor("{drift}k")), nil)
+		require.NoError(t, err, "master %d: the floor", i)
 		if a, _, ok := l.won.answer(i); ok && a.grant.OK {
-			assert.Equal(t, l.Fence(), v, "master %d counted the fence", i)
+			assert.Equal(t, l.Fence(), a.grant.Counter, "master %d counted the fence", i)
+			assert.Equal(t, l.Fence(), v, "master %d's floor is the fence", i)
 		}
 	}
 }

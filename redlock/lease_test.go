@@ -255,7 +255,7 @@ func clocksBehind(fakes []*fakeNode) {
 // agrees and no fence is raised; the next holder's fence is larger.
 func TestFence_ProposalRealignsDriftedCounters(t *testing.T) {
 	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
-	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	fakes[0].floor, fakes[1].floor, fakes[2].floor = 4, 4, 8
 	l, err := c.TryLock(context.Background(), "k", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, clk.Now().Add(-proposalLag).UnixMilli()*1024, l.Fence(), "the proposal")
@@ -275,7 +275,7 @@ func TestFence_ProposalRealignsDriftedCounters(t *testing.T) {
 func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
 	clocksBehind(fakes)
-	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	fakes[0].floor, fakes[1].floor, fakes[2].floor = 4, 4, 8
 	l, err := c.TryLock(context.Background(), "k", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, int64(9), l.Fence())
@@ -283,6 +283,17 @@ func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 	assert.Len(t, fakes[1].callsOf("fence"), 1)
 	assert.Empty(t, fakes[2].callsOf("fence"), "already at the fence")
 	require.NoError(t, l.Release(context.Background()))
+	// Release returns at a quorum of answers; the next attempt must find
+	// the key free on masters 0 and 1, or its split vote would wait on the
+	// fake clock.
+	require.Eventually(t, func() bool {
+		for _, f := range fakes[:3] {
+			if len(f.callsOf("release")) != 1 {
+				return false
+			}
+		}
+		return settled(fakes)
+	}, 2*time.Second, time.Millisecond, "every holding master's release returns")
 
 	// The next quorum leaves out master 2, which alone had counted to 9.
 	fakes[2].setMode(foreign)
@@ -299,10 +310,10 @@ func TestFence_ReleaseRaisesMastersThatGrantedLate(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
 	clocksBehind(fakes)
 	for _, f := range fakes[:3] {
-		f.counters["k"] = 8
+		f.floor = 8
 	}
 	for _, f := range fakes[3:] {
-		f.counters["k"] = 2
+		f.floor = 2
 		f.answerAfter = fakes[:3] // the quorum answers first, at 9
 	}
 	l, err := c.TryLock(context.Background(), "k", time.Second)
@@ -320,7 +331,7 @@ func TestFence_ReleaseRaisesMastersThatGrantedLate(t *testing.T) {
 	for i, f := range fakes {
 		assert.Empty(t, f.callsOf("fence"), "master %d: no raise of its own", i)
 		f.mu.Lock()
-		assert.Equal(t, int64(9), f.counters["k"], "master %d: at the fence", i)
+		assert.Equal(t, int64(9), f.floor, "master %d: at the fence", i)
 		f.mu.Unlock()
 	}
 }
@@ -328,7 +339,7 @@ func TestFence_ReleaseRaisesMastersThatGrantedLate(t *testing.T) {
 func TestFence_RaiseFailureFailsTheAttempt(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, foreign, foreign}, WithRestartGuard(0))
 	clocksBehind(fakes)
-	fakes[0].counters["k"], fakes[1].counters["k"], fakes[2].counters["k"] = 4, 4, 8
+	fakes[0].floor, fakes[1].floor, fakes[2].floor = 4, 4, 8
 	fakes[0].noRaise, fakes[1].noRaise = true, true
 	_, err := c.TryLock(context.Background(), "k", time.Second)
 	require.ErrorIs(t, err, ErrNotObtained)
@@ -366,7 +377,7 @@ func TestFence_StrictlyIncreasingUnderShiftingQuorums(t *testing.T) {
 				f.setMode(broken)
 			} else {
 				f.mu.Lock()
-				f.counters["k"] += int64(rng.IntN(3)) // a failed attempt elsewhere moved it on
+				f.floor += int64(rng.IntN(3)) // a failed attempt elsewhere moved it on
 				f.mu.Unlock()
 			}
 		}

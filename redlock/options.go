@@ -152,17 +152,18 @@ func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEv
 // once and again after each lost connection.
 func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
-// WithFenceRetention sets how long a key's fencing counter is kept after its
-// lock was last held. Default 10m. Must be positive and at most MaxTTL.
-// Memory on each master is bounded by the keys locked within this time; a
-// key locked again after its counter was dropped still gets a larger fence.
+// WithFenceRetention sets how long a reentrant lock's fence record (the
+// fence its later holds report) is kept beyond the lock's TTL. Default 10m.
+// Must be positive and at most MaxTTL. Memory on each master is bounded by
+// the reentrant keys locked within this time; a plain lock keeps no record,
+// and every grant counts above the master's one fence floor.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.fenceKeep = d })
 }
 
 // WithNamespace puts every key and channel the client uses on a master
-// below prefix: a lock on key "job" is kept at prefix+"job", its fencing
-// counter at prefix+"quorumlock:fence:{<tag>}job" ({<tag>} keeps every name
+// below prefix: a lock on key "job" is kept at prefix+"job", a reentrant
+// lock's fence record at prefix+"quorumlock:fence:{<tag>}job" ({<tag>} keeps every name
 // of a key in the key's Redis Cluster hash slot), the fence floors, the
 // tombstones and the release announcements likewise. One ACL rule then
 // grants them all: ~<prefix>* &<prefix>* (see the README, Running against

@@ -18,9 +18,14 @@ import (
 // about a lock that Do holds: Do hands its function neither the lock's fence
 // nor its validity.
 
-// fenceKey is where the library keeps a key's fencing counter (see its
-// scripts).
-func fenceKey(key string) string { return "quorumlock:fence:" + slotTag(key) + key }
+// floorKey is where a plain master keeps its fence floor (see the library's
+// scripts): every grant there counts one above it, or the attempt's
+// proposal, and raises it to that count, and a fence raise raises it. A
+// plain lock keeps no counter of its own, so in a run that locks one key the
+// floor of a master that holds the token is that grant's count, raised
+// maybe to the fence: no other grant can move it while the token holds the
+// key there.
+const floorKey = "quorumlock:fence-floor"
 
 // slotTag is the hash tag the library puts in every name it derives from
 // key (see the library's scripts.Names), so that they share key's Redis
@@ -33,8 +38,8 @@ func slotTag(key string) string {
 // channelOf is where releases of key are announced.
 func channelOf(key string) string { return "quorumlock:released:" + slotTag(key) + key }
 
-// counterIfHeld returns the key's fencing counter if token holds the key,
-// and false otherwise.
+// counterIfHeld returns the master's fence floor (KEYS[2]) if token holds
+// the key (KEYS[1]), and false otherwise.
 const counterIfHeld = `
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return false end
 return redis.call('GET', KEYS[2])`
@@ -89,10 +94,11 @@ func evalOn(ctx context.Context, addrs map[int]string, script string, keys []any
 // fenceOnMasters returns the fence of the lock that token holds on key,
 // and the masters that hold the token.
 //
-// Before a lock is handed out, the library raises the fencing counter of
-// enough masters of its quorum to the fence that at least a quorum of
-// masters holding the token count exactly the fence; and while the token
-// holds the key on a master, no grant there moves its counter. Masters that
+// Before a lock is handed out, the library raises the fence floor of enough
+// masters of its quorum to the fence that at least a quorum of masters
+// holding the token count exactly the fence; and while the token holds the
+// key on a master, no grant there moves its floor, in a run that locks one
+// key (see floorKey). Masters that
 // granted later, outside the quorum, may count anything, but they are fewer
 // than a quorum. So the fence is the one count that a quorum of the masters
 // holding the token agree on; if no count has a quorum (a master of the
@@ -102,7 +108,7 @@ func fenceOnMasters(ctx context.Context, addrs []string, key, token string, quor
 	for n, a := range addrs {
 		all[n] = a
 	}
-	counters := evalOn(ctx, all, counterIfHeld, []any{key, fenceKey(key)}, token)
+	counters := evalOn(ctx, all, counterIfHeld, []any{key, floorKey}, token)
 	holding := make([]int, 0, len(counters))
 	counts := map[int64]int{}
 	for n, c := range counters {

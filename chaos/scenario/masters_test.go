@@ -33,14 +33,14 @@ func TestMasters_ReadTheFenceAndBoundTheValidityOfALock(t *testing.T) {
 		conn, err := redis.DialContext(ctx, "tcp", c.Direct(node))
 		require.NoError(t, err)
 		defer conn.Close()
-		_, err = conn.Do("SET", fenceKey(key), counter, "PX", 60_000)
+		_, err = conn.Do("SET", floorKey, counter)
 		require.NoError(t, err)
 	}
 	// n0 counts ahead of n1-n3, so a quorum with n0 raises the others; n4
-	// counts far ahead and answers late, outside any quorum. The counters
-	// are set above the masters' clock seed (milliseconds times 1024): a
-	// master's first acquire starts its fence epoch there, and takes lower
-	// counters for left over from data it did not count.
+	// counts far ahead and answers late, outside any quorum. The floors are
+	// set above the masters' clock seed (milliseconds times 1024): a
+	// master's first acquire starts its fence epoch there, and raises a
+	// lower floor to it.
 	base := (time.Now().UnixMilli() + 60_000) * 1024
 	for n, counter := range []int64{500, 100, 100, 100, 1_000_000} {
 		set(n, base+counter)
@@ -62,8 +62,8 @@ func TestMasters_ReadTheFenceAndBoundTheValidityOfALock(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, l.Fence(), fence)
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, holding)
-	late, _ := evalOn(ctx, map[int]string{4: c.Direct(4)}, counterIfHeld, []any{key, fenceKey(key)}, l.Token())[4]
-	assert.Equal(t, base+1_000_001, late, "n4 holds the token with a counter of its own, which is not the fence")
+	late, _ := evalOn(ctx, map[int]string{4: c.Direct(4)}, counterIfHeld, []any{key, floorKey}, l.Token())[4]
+	assert.Equal(t, base+1_000_001, late, "n4 holds the token with a count of its own, which is not the fence")
 
 	e := &Env{Cluster: c, History: h}
 	bound, err := validityBound(ctx, e, key, l.Token(), []int{0, 1, 2, 3}, ttl)

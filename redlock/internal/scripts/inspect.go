@@ -27,8 +27,8 @@ type State struct {
 	Holder string
 	Holds  int           // a reentrant lock's holds; 1 for a plain lock
 	PTTL   time.Duration // remaining TTL, or NoExpiry, or NoKey
-	// Counter is the key's fencing counter, or the master's floor when the
-	// key has none, or 0 when the master has neither.
+	// Counter is a reentrant lock's fence record, or the master's floor (a
+	// plain lock keeps no record), or 0 when the master has neither.
 	Counter int64
 }
 

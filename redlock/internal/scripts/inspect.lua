@@ -1,8 +1,10 @@
 -- Reads the state of one lock, changing nothing.
--- KEYS[1] lock, KEYS[2] its fencing counter, KEYS[3] the node's fence floor
+-- KEYS[1] lock, KEYS[2] its fence record, KEYS[3] the node's fence floor
 -- Returns {holder, holds, PTTL, counter}: holder is the token of a plain lock,
 -- "owner:<owner>" for a reentrant one, "" when free, or "?<type>" for a key
--- this library did not write; holds counts a reentrant lock's holds.
+-- this library did not write; holds counts a reentrant lock's holds; counter
+-- is a reentrant lock's fence record, else the node's floor: the key's next
+-- grant here counts above it.
 local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
 local kind = redis.call('TYPE', lock).ok
 local holder, holds = '', 0
@@ -13,5 +15,7 @@ elseif kind == 'hash' and redis.call('HEXISTS', lock, 'owner') == 1 then
 elseif kind ~= 'none' then
   holder = '?' .. kind
 end
-local c = redis.call('GET', ckey) or redis.call('ZSCORE', floor, 'floor') or '0'
+local r = redis.call('MGET', ckey, floor)
+local c = r[2] or '0'
+if kind == 'hash' and r[1] then c = r[1] end
 return {holder, holds, redis.call('PTTL', lock), tonumber(c)}

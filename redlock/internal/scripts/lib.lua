@@ -19,30 +19,6 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- The node's fence floor is the one member of a sorted set: at least every
--- fence the node ever counted. It is raised by comparing in Lua rather than
--- with ZADD GT, which Redis 6.0 lacks.
-local function raiseFloor(floor, c)
-  c = tonumber(c)
-  local f = redis.call('ZSCORE', floor, 'floor')
-  if not f or tonumber(f) < c then
-    redis.call('ZADD', floor, int(c), 'floor')
-  end
-end
-
--- raiseCounter raises the key's fencing counter ckey to fence, creating it
--- for keep ms if it is gone, and the node's floor with it: every later
--- count here for the key is above fence. It never lowers a counter.
-local function raiseCounter(ckey, floor, fence, keep)
-  local c = redis.call('GET', ckey)
-  if not c then
-    redis.call('SET', ckey, fence, 'PX', keep)
-  elseif tonumber(c) < tonumber(fence) then
-    redis.call('SET', ckey, fence, 'KEEPTTL')
-  end
-  raiseFloor(floor, fence)
-end
-
 -- clockSeed is where a node with no floor starts: its clock, in milliseconds
 -- times 1024. A node without a floor is new or lost its data; the seed is
 -- above anything it can have counted before, as long as it hands out fewer
@@ -53,11 +29,41 @@ local function clockSeed()
   return (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
 end
 
--- floorOf returns the node's fence floor, or the clock seed if it has none.
-local function floorOf(floor)
-  local f = redis.call('ZSCORE', floor, 'floor')
-  if f then return tonumber(f) end
-  return clockSeed()
+-- The node's fence floor is a string key holding a whole number: at least
+-- every fence the node ever counted. Scripts read it with the other keys
+-- they need in one MGET, which gives nil for a key that is missing or of
+-- another type; callers pass what they read as f, a number or nil.
+--
+-- raiseFloor raises the floor to c, and returns the floor's value after. A
+-- floor that is missing or unreadable (a sorted set, as earlier versions of
+-- the library kept it) is set to c or the clock seed, whichever is larger:
+-- the seed is above everything the node counted before (see clockSeed), so
+-- the floor keeps its promise whatever it held.
+local function raiseFloor(floor, c, f)
+  if f and f >= c then return f end
+  if not f then c = math.max(c, clockSeed()) end
+  redis.call('SET', floor, int(c))
+  return c
+end
+
+-- raiseCounter raises the node's floor to fence, so that every later count
+-- here is above it, and for a reentrant lock (owner not '') its record
+-- ckey, creating it for keep ms if it is gone, so that its later holds
+-- report at least fence. It never lowers either.
+local function raiseCounter(ckey, floor, fence, keep, owner)
+  fence = tonumber(fence)
+  if owner == '' then
+    raiseFloor(floor, fence, tonumber(redis.call('MGET', floor)[1]))
+    return
+  end
+  local r = redis.call('MGET', ckey, floor)
+  local c = tonumber(r[1])
+  if not r[1] then
+    redis.call('SET', ckey, int(fence), 'PX', keep)
+  elseif not c or c < fence then
+    redis.call('SET', ckey, int(fence), 'KEEPTTL')
+  end
+  raiseFloor(floor, fence, tonumber(r[2]))
 end
 
 -- fenceEpoch makes sure the node's fence data was counted by this very
@@ -102,33 +108,37 @@ end
 -- jump, so one done where none was needed (a replication ID changed after a
 -- replica was gone an hour, say) is harmless.
 --
--- Cost. The stamp is one GET, compared with the client's hint. Only when
+-- Cost. The caller reads the stamp (s, false when there is none) and the
+-- floor (f, see raiseFloor) with the other keys it needs, in one MGET; the
+-- stamp is compared with the client's hint. Only when
 -- the two differ (a new connection, a new master, no hint) does the script
 -- read INFO itself. If INFO is denied to the client's user, the script
 -- cannot tell and returns epoch 0: nothing is stale. The client does not
 -- let such a master vote unless told to trust it.
-local function fenceEpoch(stamp, floor, hint)
-  local s = redis.call('GET', stamp)
+--
+-- It returns the epoch and the floor's value after (f, or the epoch where a
+-- new epoch raised it).
+local function fenceEpoch(stamp, floor, hint, s, f)
   local id, epoch
   if s then id, epoch = string.match(s, '^(%S+ %S+) (%d+)') end
-  if id and id == hint then return tonumber(epoch) end
+  if id and id == hint then return tonumber(epoch), f end
   local server = redis.pcall('INFO', 'server')
   local repl = redis.pcall('INFO', 'replication')
-  if type(server) ~= 'string' or type(repl) ~= 'string' then return 0 end
+  if type(server) ~= 'string' or type(repl) ~= 'string' then return 0, f end
   local run = string.match(server, 'run_id:(%x+)')
   local up = string.match(server, 'uptime_in_seconds:(%d+)')
   local replid = string.match(repl, 'master_replid:(%x+)')
   if not run or not up or not replid or string.match(repl, 'role:(%a+)') ~= 'master' then
-    return 0
+    return 0, f
   end
   local self = run .. ' ' .. replid
-  if id == self then return tonumber(epoch) end
+  if id == self then return tonumber(epoch), f end
   local e = clockSeed()
-  raiseFloor(floor, e)
+  f = raiseFloor(floor, e, f)
   redis.set_repl(redis.REPL_NONE)
   redis.call('SET', stamp, self .. ' ' .. int(e) .. ' ' .. up)
   redis.set_repl(redis.REPL_ALL)
-  return e
+  return e, f
 end
 
 -- proposed returns the count c, or the client's proposal p when p is larger,
@@ -158,38 +168,28 @@ local function proposed(c, p)
   return c
 end
 
--- bump counts a grant: the key's counter moves on. A counter that did not
--- exist (new, or dropped after its retention), or one left from before the
--- epoch, takes the floor's next value, one above everything this node ever
--- counted, and lives for keep ms. Either way the count takes the client's
--- proposal p where it is larger (see proposed).
-local function bump(ckey, floor, keep, epoch, p)
-  local c = redis.call('INCR', ckey)
-  if c ~= 1 and c > epoch + 1 then
-    local q = proposed(c, p)
-    if q > c then
-      c = q
-      redis.call('SET', ckey, int(c), 'KEEPTTL')
-    end
-    raiseFloor(floor, c)
-    return c
-  end
-  c = tonumber(redis.call('ZINCRBY', floor, 1, 'floor'))
-  local fresh = c == 1 -- no floor before this
-  if fresh then c = clockSeed() + 1 end
-  local q = proposed(c, p)
-  if fresh or q > c then
-    c = q
-    raiseFloor(floor, c)
-  end
-  redis.call('SET', ckey, int(c), 'PX', keep)
+-- bump counts a grant: one above everything this node ever counted (its
+-- floor f, as the caller read it, after fenceEpoch; the clock seed when it
+-- has none), or the client's proposal p where that is larger (see
+-- proposed); the floor follows the count. A reentrant lock's grant (owner
+-- not '') also records its count in ckey, for keep ms, which the lock's
+-- later holds report (see counter); a plain lock keeps no record. With the
+-- caller's MGET, a plain grant costs one call, the floor's SET, and TIME
+-- when the proposal is above the floor.
+local function bump(ckey, floor, keep, epoch, p, f, owner)
+  if f and f < epoch then f = epoch end
+  local c = proposed((f or clockSeed()) + 1, p)
+  raiseFloor(floor, c, f)
+  if owner ~= '' then redis.call('SET', ckey, int(c), 'PX', keep) end
   return c
 end
 
--- counter returns the key's fencing counter, or the node's floor if the
--- counter was dropped or is from before the epoch.
-local function counter(ckey, floor, epoch)
-  local c = tonumber(redis.call('GET', ckey))
+-- counter returns the count of a grant made here before: a reentrant lock's
+-- record c (as read) while it is from this epoch, else the node's floor f,
+-- which is at least that count, or the clock seed if the node has no floor.
+local function counter(c, f, epoch)
+  c = tonumber(c)
   if c and c > epoch then return c end
-  return floorOf(floor)
+  if f and f > epoch then return f end
+  return math.max(epoch, clockSeed())
 end

@@ -9,11 +9,11 @@
 -- land after this script, whether or not the token held the key here.
 -- ARGV[5] '1' to announce with SPUBLISH (sharded pub/sub, on a Redis Cluster:
 -- the channel is in the lock key's slot), else PUBLISH.
--- ARGV[6] '' or a fence to raise the key's fencing counter to first, as
+-- ARGV[6] '' or a fence to raise the node's fence floor to first, as
 -- fence.lua does, when the token holds the key here: a master that granted
 -- outside the quorum, below the fence, then agrees with the others on the
--- next count. With it, KEYS[3] the fencing counter, KEYS[4] the node's fence
--- floor, and ARGV[7] how long a new fencing counter is kept, in ms.
+-- next count. With it, KEYS[3] the key's fence record, KEYS[4] the node's
+-- fence floor, and ARGV[7] how long a new fence record is kept, in ms.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
@@ -22,7 +22,7 @@ local lock, void = KEYS[1], KEYS[2]
 local token, owner, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
 if not held(lock, token, owner) then return 0 end
-if fence and fence ~= '' then raiseCounter(KEYS[3], KEYS[4], fence, ARGV[7]) end
+if fence and fence ~= '' then raiseCounter(KEYS[3], KEYS[4], fence, ARGV[7], owner) end
 if owner ~= '' then
   redis.call('HDEL', lock, 'hold:' .. token)
   if redis.call('HLEN', lock) > 1 then return 2 end
