@@ -162,3 +162,49 @@ func TestHandOver_StreakIsBounded(t *testing.T) {
 	defer owner.leave(false)
 	assert.Nil(t, c.hub.claim("o"), "reentrant waiters take the lock themselves")
 }
+
+// A goroutine that joins the line behind another waits for its turn and
+// then for the release: coming first in line when the one before it got
+// the lock, it makes no attempt against that lock, and the lock's release
+// hands the key to it.
+func TestHandOver_SecondInLineWaitsForTheRelease(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	first := waitFor(t, context.Background(), c, fakes, "k")
+	second := make(chan lockResult, 1)
+	go func() {
+		l, err := c.Lock(context.Background(), "k", time.Second)
+		second <- lockResult{l, err}
+	}()
+	require.Eventually(t, func() bool {
+		c.hub.mu.Lock()
+		defer c.hub.mu.Unlock()
+		return len(c.hub.queues["k"].waiters) == 2
+	}, 5*time.Second, 100*time.Microsecond, "the second goroutine never joined the line")
+	acquires := func() (n int) {
+		for _, f := range fakes {
+			n += len(f.callsOf("acquire"))
+		}
+		return n
+	}
+	require.Equal(t, 15, acquires(), "the second goroutine joined the line without an attempt")
+
+	require.NoError(t, a.Release(context.Background()))
+	r1 := <-first
+	require.NoError(t, r1.err)
+	require.Eventually(t, func() bool { return acquires() >= 20 }, 5*time.Second, 100*time.Microsecond,
+		"the hand-over reached every master")
+	require.Never(t, func() bool { return acquires() > 20 }, 100*time.Millisecond, time.Millisecond,
+		"an attempt beside the hand-over: the second in line tried against the lock the first got")
+
+	require.NoError(t, r1.l.Release(context.Background()))
+	r2 := <-second
+	require.NoError(t, r2.err)
+	assert.Greater(t, r2.l.Fence(), r1.l.Fence())
+	for i, f := range fakes {
+		assert.NotContains(t, f.callsOf("release"), r1.l.Token(), "master %d: the key was handed on, not released", i)
+	}
+	require.NoError(t, r2.l.Release(context.Background()))
+	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
+}

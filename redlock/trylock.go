@@ -52,7 +52,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// newcomer joins the line instead of splitting the votes with its head.
 	// An owner may already hold the key, so it always tries at once.
 	a := outcome{err: fmt.Errorf("%w: key %q: waiting in line", ErrNotObtained, key)}
-	if lo.owner != "" || !c.hub.waiting(key) {
+	attempted := lo.owner != "" || !c.hub.waiting(key)
+	if attempted {
 		a = c.attempt(ctx, key, ttl, lo, nil)
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
@@ -62,9 +63,13 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	gotLock := false
 	defer func() { w.leave(gotLock) }()
 	// Announcements are heard from here on, so an immediate retry closes
-	// the gap between the first attempt and the subscription.
+	// the gap between the first attempt and the subscription: a release
+	// made in it went unheard. A waiter that made no attempt, or that is
+	// not first in line, has no such gap (see pokeIfFirst).
 	w.ready(ctx, c.nodeTimeout(ttl))
-	w.poke()
+	if attempted {
+		w.pokeIfFirst()
+	}
 	for n := 1; ; n++ {
 		delay, ok := c.o.retry.Delay(n)
 		if !ok {

@@ -100,6 +100,20 @@ func (h *hub) waiting(key string) bool {
 	return h.queues[key] != nil
 }
 
+// pokeIfFirst pokes w when it is first in line. A waiter further back
+// needs no poke: it comes first either when the waiter before it got the
+// lock, whose release then wakes it or hands it the lock, or when that
+// waiter left without it, which pokes it (see dequeue). A poke kept until
+// then would make it try at once, against the lock just taken, and keep
+// the lock's release from handing the key to it.
+func (w *waiter) pokeIfFirst() {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	if q := w.q; len(q.waiters) > 0 && q.waiters[0] == w {
+		w.poke()
+	}
+}
+
 func (w *waiter) poke() {
 	select {
 	case w.wake <- struct{}{}:
