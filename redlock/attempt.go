@@ -171,11 +171,12 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 
 // acquireRound fans the acquire script out once. On each master it first
 // waits for the requests of after (a hand-over waits for every request of
-// the lock it takes over, as a release does).
+// the lock it takes over, as a release does); where they have all returned
+// already (the common case), the acquire goes out at once.
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
 		func(ctx context.Context, i int, reply func(ask, fanout.Vote, error)) {
-			if s, ok := c.nodes[i].(starter); ok && after == nil &&
+			if s, ok := c.nodes[i].(starter); ok && after.settledOn(i) &&
 				s.startAcquire(ctx, req, func(g scripts.Grant, err error) { reply(c.judge(i, req.key, window, g, err)) }) {
 				return
 			}

@@ -112,6 +112,17 @@ func (t *trail) settled(i int) (unsure, ok bool) {
 	return unsure, true
 }
 
+// settledOn reports whether every request recorded for master i has
+// returned with a reply: nothing of the trail can land there any more. A
+// nil trail, which records nothing, is settled everywhere.
+func (t *trail) settledOn(i int) bool {
+	if t == nil {
+		return true
+	}
+	unsure, ok := t.settled(i)
+	return ok && !unsure
+}
+
 // whenSettled is settle without a goroutine waiting: it runs f once every
 // request recorded for master i has returned, with whether any of them got
 // no reply; at once when they have, otherwise in the goroutine that returns
