@@ -285,6 +285,23 @@ func (p ObservedPool) Eval(ctx context.Context, call driver.Call) (driver.Reply,
 	return rep, err
 }
 
+var _ driver.Starter = ObservedPool{}
+
+// Start starts the call on the wrapped pool, as Eval runs it, so that the
+// library under observation takes the path it takes on a plain pool.
+func (p ObservedPool) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+	token, ok := p.O.acquireCall(call)
+	if !ok {
+		p.P.Start(ctx, call, done)
+		return
+	}
+	p.O.sent(token)
+	p.P.Start(ctx, call, func(rep driver.Reply, err error) {
+		p.O.answered(token, rep.Value, err)
+		done(rep, err)
+	})
+}
+
 // Subscribe opens an unobserved subscription.
 func (p ObservedPool) Subscribe(ctx context.Context) (driver.Subscription, error) {
 	return p.P.Subscribe(ctx)
