@@ -7,8 +7,10 @@ import "context"
 // master the key goes from this token to the waiter's, never free in
 // between, under the rules of any acquisition (quorum, validity, fence,
 // roll-back). If the hand-over fails the waiter tries again by itself and
-// this lock is released as usual. A lock past its validity is not handed
-// over: its Release must report it.
+// this lock is released as usual; if it succeeds, this lock is still
+// released on the masters that did not take it (see
+// releaseWhereNotTaken). A lock past its validity is not handed over: its
+// Release must report it.
 func (l *Lock) handOver(ctx context.Context) handOverResult {
 	if l.req.owner != "" || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		// Nobody here to hand over to: the release, which waits on each
@@ -37,9 +39,33 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 				break
 			}
 		}
+		l.releaseWhereNotTaken(a.lock.won)
 	}
 	w.handed <- a.lock
 	return result
+}
+
+// releaseWhereNotTaken releases this lock, handed over in round won, on
+// each master where won did not grant the key: there the hand-over took
+// nothing over, and this token may still hold the key until its TTL. Each
+// master's release goes out once won's request there has returned, so
+// that a hand-over landing there first finds this token still in place,
+// and one landing after finds the key free; where won granted, the key
+// passed on and needs nothing. It is the client's work until done: Close
+// waits for it.
+func (l *Lock) releaseWhereNotTaken(won round) {
+	c := l.c
+	timeout := c.nodeTimeout(l.req.ttl)
+	for i := range c.nodes {
+		c.work.add(1)
+		won.res.Node(i).OnDone(func() {
+			defer c.work.done()
+			if a, _, _ := won.answer(i); a.err == nil && a.grant.OK {
+				return
+			}
+			c.spawn(func() { l.releaseOn(context.Background(), i, timeout) })
+		})
+	}
 }
 
 // takeOver is the lock a hand-over takes over: on each master, its

@@ -208,3 +208,32 @@ func TestHandOver_SecondInLineWaitsForTheRelease(t *testing.T) {
 	require.NoError(t, r2.l.Release(context.Background()))
 	assert.Eventually(t, func() bool { return countEmpty(fakes, "k") == 5 }, 2*time.Second, time.Millisecond)
 }
+
+// A hand-over that a master fails, while a quorum takes it, leaves nothing
+// of the old token on that master: the old lock is released there.
+func TestHandOver_MasterThatFailedItIsReleased(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	out := waitFor(t, context.Background(), c, fakes, "k")
+	fakes[4].noFrom = true
+	require.NoError(t, a.Release(context.Background()))
+	r := <-out
+	require.NoError(t, r.err)
+	assert.Eventually(t, func() bool {
+		for _, f := range fakes[:4] {
+			if !f.holdsToken("k", r.l.Token()) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, time.Millisecond, "masters 0 to 3 took the hand-over")
+	assert.Eventually(t, func() bool { return !fakes[4].holdsToken("k", a.Token()) }, 2*time.Second, time.Millisecond,
+		"master 4 still holds the old token after the hand-over")
+	for i, f := range fakes[:4] {
+		assert.NotContains(t, f.callsOf("release"), a.Token(), "master %d: the key was handed on, not released", i)
+	}
+	require.NoError(t, r.l.Release(context.Background()))
+	require.NoError(t, c.Close())
+	assert.Equal(t, 5, countEmpty(fakes, "k"))
+}
