@@ -37,15 +37,23 @@ func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, ke
 	return out
 }
 
+// heldOnFakes returns a client over five fake masters, whose waiters
+// retry only when woken, and a lock it holds on key "k".
+func heldOnFakes(t *testing.T) (*Client, []*fakeNode, *Lock) {
+	t.Helper()
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err)
+	return c, fakes, a
+}
+
 type lockResult struct {
 	l   *Lock
 	err error
 }
 
 func TestHandOver_PassesTheKeyWithoutFreeingIt(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	out := waitFor(t, context.Background(), c, fakes, "k")
 
 	require.NoError(t, a.Release(context.Background()))
@@ -71,9 +79,7 @@ func TestHandOver_PassesTheKeyWithoutFreeingIt(t *testing.T) {
 // A hand-over that fails leaves nothing of either token: the new one is
 // rolled back, the old one released, and the waiter takes the lock itself.
 func TestHandOver_FailureFallsBackToARelease(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	out := waitFor(t, context.Background(), c, fakes, "k")
 	for _, f := range fakes[:3] {
 		f.noFrom = true
@@ -93,9 +99,7 @@ func TestHandOver_FailureFallsBackToARelease(t *testing.T) {
 // restarted empty) is still handed to the waiter, who finds the key free,
 // but its Release reports that it was no longer held.
 func TestHandOver_OfALockNoMasterHeldIsReported(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	out := waitFor(t, context.Background(), c, fakes, "k")
 	for _, f := range fakes {
 		f.mu.Lock()
@@ -103,7 +107,7 @@ func TestHandOver_OfALockNoMasterHeldIsReported(t *testing.T) {
 		f.mu.Unlock()
 	}
 
-	err = a.Release(context.Background())
+	err := a.Release(context.Background())
 	require.ErrorIs(t, err, ErrLockNotHeld)
 	assert.ErrorIs(t, a.Err(), ErrLockLost, "the loss is reported, not hidden")
 	<-a.Done()
@@ -117,9 +121,7 @@ func TestHandOver_OfALockNoMasterHeldIsReported(t *testing.T) {
 // A waiter whose ctx ends while a hand-over to it is under way takes the
 // outcome and gives the lock back: nothing is left held.
 func TestHandOver_WaiterGoneMeanwhile(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := waitFor(t, ctx, c, fakes, "k")
 	gate := make(chan struct{})
@@ -168,9 +170,7 @@ func TestHandOver_StreakIsBounded(t *testing.T) {
 // the lock, it makes no attempt against that lock, and the lock's release
 // hands the key to it.
 func TestHandOver_SecondInLineWaitsForTheRelease(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	first := waitFor(t, context.Background(), c, fakes, "k")
 	second := make(chan lockResult, 1)
 	go func() {
@@ -212,9 +212,7 @@ func TestHandOver_SecondInLineWaitsForTheRelease(t *testing.T) {
 // A hand-over that a master fails, while a quorum takes it, leaves nothing
 // of the old token on that master: the old lock is released there.
 func TestHandOver_MasterThatFailedItIsReleased(t *testing.T) {
-	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
-	a, err := c.TryLock(context.Background(), "k", time.Second)
-	require.NoError(t, err)
+	c, fakes, a := heldOnFakes(t)
 	out := waitFor(t, context.Background(), c, fakes, "k")
 	fakes[4].noFrom = true
 	require.NoError(t, a.Release(context.Background()))
