@@ -32,6 +32,12 @@ func TagFor(s int) (string, error) {
 	if s < 0 || s >= Count {
 		return "", fmt.Errorf("%w: slot %d, want 0 to %d", ErrInvalid, s, Count-1)
 	}
+	return string(AppendTag(make([]byte, 0, tagLen), s)), nil
+}
+
+// AppendTag appends TagFor(s) to dst, s taken modulo Count.
+func AppendTag(dst []byte, s int) []byte {
+	s &= Count - 1
 	var flips uint32
 	for bit, diff := 0, s^baseSlot; diff != 0; bit, diff = bit+1, diff>>1 {
 		if diff&1 != 0 {
@@ -39,10 +45,9 @@ func TagFor(s int) (string, error) {
 			flips ^= uint32(m[0])<<16 | uint32(m[1])<<8 | uint32(m[2])
 		}
 	}
-	var tag [tagLen]byte
-	for i := range tag {
+	for i := range tagLen {
 		f := byte(flips >> (4 * i) & 0xF)
-		tag[i] = tagBase ^ f&0x7 ^ f>>3<<5
+		dst = append(dst, tagBase^f&0x7^f>>3<<5)
 	}
-	return string(tag[:]), nil
+	return dst
 }

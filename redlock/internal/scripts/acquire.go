@@ -24,12 +24,12 @@ type Acquire struct {
 
 // Call returns the run on a master.
 func (a Acquire) Call(s *Set, n Names) driver.Call {
-	k := n.Of(a.Key)
-	return driver.Call{
-		Script: s.Acquire,
-		Keys:   []string{k.Lock(), k.Fence(), k.Floor(), k.Void(a.Token), k.Stamp()},
-		Args:   []string{a.Token, ms(a.TTL), a.Owner, ms(a.TTL + a.Keep), a.From, proposal(a.Propose)},
+	k := n.OfToken(a.Key, a.Token)
+	kv := []string{ // the keys, then the arguments: one allocation
+		k.Lock(), k.Fence(), k.Floor(), k.Void(a.Token), k.Stamp(),
+		a.Token, s.ms(a.TTL), a.Owner, s.ms(a.TTL + a.Keep), a.From, proposal(a.Propose),
 	}
+	return driver.Call{Script: s.Acquire, Keys: kv[:5:5], Args: kv[5:]}
 }
 
 // proposal renders a proposal as the script reads it: "" for none.

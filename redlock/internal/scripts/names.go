@@ -30,44 +30,94 @@ type Names struct {
 // Lock is where the lock itself is kept.
 func (n Names) Lock(key string) string { return n.NS + key }
 
-// tag is the hash tag, braces included, that puts a name in key's slot.
-func (n Names) tag(key string) string {
-	t, _ := slot.TagFor(slot.Of(n.NS + key)) // Of's result is always a slot
-	return "{" + t + "}"
+// Of returns the names of key, made together: one string holds them all,
+// so that a script's call costs one allocation for its names (two with a
+// namespace), besides a tombstone's (Void: see OfToken).
+func (n Names) Of(key string) KeyNames { return n.OfToken(key, "") }
+
+// OfToken is Of with the tombstone of token made in the same string.
+func (n Names) OfToken(key, token string) KeyNames {
+	const (
+		fence    = ReservedPrefix + "fence:"
+		floor    = ReservedPrefix + "fence-floor"
+		stamp    = ":stamp"
+		released = ReservedPrefix + "released:"
+		void     = ReservedPrefix + "void:"
+		braced   = tagLen + 2 // "{" + tag + "}"
+	)
+	ns := n.NS
+	k := KeyNames{n: n, lock: n.Lock(key), token: token}
+	var b strings.Builder
+	b.Grow(4*len(ns) + 2*len(key) + len(fence) + len(floor) + 1 + len(stamp) + len(released) + len(void) + 4*braced + len(token))
+	s := slot.Of(k.lock)
+	tagged := func(prefix string) { // ns, prefix, the hash tag
+		b.WriteString(ns)
+		b.WriteString(prefix)
+		b.WriteByte('{')
+		var t [tagLen]byte
+		b.Write(slot.AppendTag(t[:0], s))
+		b.WriteByte('}')
+	}
+	tagged(fence)
+	k.tag = b.Len() - braced
+	b.WriteString(key)
+	k.fence = b.Len()
+	if n.PerSlot {
+		tagged(floor + ":")
+	} else {
+		b.WriteString(ns)
+		b.WriteString(floor)
+	}
+	k.floor = b.Len()
+	b.WriteString(stamp)
+	k.stamp = b.Len()
+	tagged(released)
+	b.WriteString(key)
+	k.channel = b.Len()
+	if token != "" {
+		tagged(void)
+		b.WriteString(token)
+	}
+	k.all = b.String()
+	return k
 }
 
-// Of returns the names of key, its hash tag computed once for them all.
-func (n Names) Of(key string) KeyNames { return KeyNames{n: n, key: key, tag: n.tag(key)} }
+// tagLen is the length of a hash tag without its braces (slot.TagFor).
+const tagLen = 5
 
 // KeyNames are the names of one key (see Names), for a script that takes
-// several of them.
+// several of them. all holds them one after the other: the fence counter
+// up to fence, the floor up to floor, its stamp's suffix up to stamp (the
+// stamp is the floor's name and the suffix), the channel up to channel,
+// then token's tombstone when there is a token.
 type KeyNames struct {
-	n        Names
-	key, tag string
+	n                                 Names
+	lock, all, token                  string
+	tag, fence, floor, stamp, channel int // offsets in all; tag: of the braced hash tag
 }
 
 // Lock is where the lock itself is kept.
-func (k KeyNames) Lock() string { return k.n.Lock(k.key) }
+func (k KeyNames) Lock() string { return k.lock }
 
 // Fence is the key's fencing counter.
-func (k KeyNames) Fence() string { return k.n.NS + ReservedPrefix + "fence:" + k.tag + k.key }
+func (k KeyNames) Fence() string { return k.all[:k.fence] }
 
 // Floor is the fence floor the key counts from: see Names.Floor.
-func (k KeyNames) Floor() string {
-	if !k.n.PerSlot {
-		return k.n.NS + ReservedPrefix + "fence-floor"
-	}
-	return k.n.NS + ReservedPrefix + "fence-floor:" + k.tag
-}
+func (k KeyNames) Floor() string { return k.all[k.fence:k.floor] }
 
 // Void is the tombstone a roll-back or a release leaves for a token.
-func (k KeyNames) Void(token string) string { return k.n.NS + ReservedPrefix + "void:" + k.tag + token }
+func (k KeyNames) Void(token string) string {
+	if token == k.token && token != "" {
+		return k.all[k.channel:]
+	}
+	return k.n.NS + ReservedPrefix + "void:" + k.all[k.tag:k.tag+tagLen+2] + token
+}
 
 // Stamp names who counted the fences of the key's floor: see Names.Stamp.
-func (k KeyNames) Stamp() string { return k.Floor() + ":stamp" }
+func (k KeyNames) Stamp() string { return k.all[k.fence:k.stamp] }
 
 // Channel is where releases of the key are announced.
-func (k KeyNames) Channel() string { return k.n.channelPrefix() + k.tag + k.key }
+func (k KeyNames) Channel() string { return k.all[k.stamp:k.channel] }
 
 // Fence is the key's fencing counter.
 func (n Names) Fence(key string) string { return n.Of(key).Fence() }

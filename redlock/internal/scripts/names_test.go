@@ -49,6 +49,35 @@ func TestNames_Distinct(t *testing.T) {
 	}
 }
 
+// Each name is spelled as the scripts and the ACL advice expect: the
+// names Of makes together read the same as each made on its own.
+func TestNames_Spelling(t *testing.T) {
+	for _, ns := range spaces {
+		for _, perSlot := range []bool{false, true} {
+			n := Names{NS: ns, PerSlot: perSlot}
+			for _, key := range keysForNames {
+				tag, err := slot.TagFor(slot.Of(ns + key))
+				require.NoError(t, err)
+				floor := ns + "quorumlock:fence-floor"
+				if perSlot {
+					floor += ":{" + tag + "}"
+				}
+				k := n.Of(key)
+				if perSlot {
+					k = n.OfToken(key, "tok")
+				}
+				assert.Equal(t, ns+key, k.Lock())
+				assert.Equal(t, ns+"quorumlock:fence:{"+tag+"}"+key, k.Fence())
+				assert.Equal(t, floor, k.Floor())
+				assert.Equal(t, floor+":stamp", k.Stamp())
+				assert.Equal(t, ns+"quorumlock:void:{"+tag+"}tok", k.Void("tok"))
+				assert.Equal(t, ns+"quorumlock:void:{"+tag+"}other", k.Void("other"))
+				assert.Equal(t, ns+"quorumlock:released:{"+tag+"}"+key, k.Channel())
+			}
+		}
+	}
+}
+
 // A plain master keeps one fence floor and one stamp for all its keys; a
 // cluster node one per slot.
 func TestNames_FloorPerMasterOrPerSlot(t *testing.T) {

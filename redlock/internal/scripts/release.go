@@ -32,7 +32,7 @@ type Release struct {
 
 // Call returns the run on a master.
 func (r Release) Call(s *Set, n Names) driver.Call {
-	k := n.Of(r.Key)
+	k := n.OfToken(r.Key, r.Token)
 	channel, tomb := k.Channel(), ""
 	if r.Rollback {
 		channel = ""
@@ -45,17 +45,14 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 		sharded = "1"
 	}
 	if r.Fence != 0 {
-		return driver.Call{
-			Script: s.Release,
-			Keys:   []string{k.Lock(), k.Void(r.Token), k.Fence(), k.Floor()},
-			Args:   []string{r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep)},
+		kv := []string{ // the keys, then the arguments: one allocation
+			k.Lock(), k.Void(r.Token), k.Fence(), k.Floor(),
+			r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep),
 		}
+		return driver.Call{Script: s.Release, Keys: kv[:4:4], Args: kv[4:]}
 	}
-	return driver.Call{
-		Script: s.Release,
-		Keys:   []string{k.Lock(), k.Void(r.Token)},
-		Args:   []string{r.Token, r.Owner, channel, tomb, sharded},
-	}
+	kv := []string{k.Lock(), k.Void(r.Token), r.Token, r.Owner, channel, tomb, sharded}
+	return driver.Call{Script: s.Release, Keys: kv[:2:2], Args: kv[2:]}
 }
 
 // Released is a master's answer to a Release.

@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
@@ -19,6 +20,29 @@ var files embed.FS
 // Set is the lock's scripts, each prefixed with lib.lua.
 type Set struct {
 	Acquire, Extend, Release, Fence, Inspect *driver.Script
+
+	// rendered remembers durations as the scripts take them: a client
+	// mostly asks for the same few TTLs, and each would cost an allocation
+	// per call to render again.
+	rendered [4]atomic.Pointer[renderedMS]
+}
+
+// renderedMS is a duration and its rendering by ms.
+type renderedMS struct {
+	d time.Duration
+	s string
+}
+
+// ms is ms(d), remembered.
+func (s *Set) ms(d time.Duration) string {
+	m := d.Milliseconds()
+	slot := &s.rendered[(m^m>>7^m>>14)&3]
+	if r := slot.Load(); r != nil && r.d == d {
+		return r.s
+	}
+	r := &renderedMS{d: d, s: ms(d)}
+	slot.Store(r)
+	return r.s
 }
 
 // New loads the scripts.
