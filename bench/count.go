@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,7 @@ func (m countedMaster) Eval(ctx context.Context, call driver.Call) (driver.Reply
 // (driver.Starter), starts them too.
 func counted(m driver.Master, n *atomic.Int64) driver.Master {
 	if s, ok := m.(driver.Starter); ok {
-		return countedStarter{countedMaster{m, n}, s}
+		return countedStarter{countedMaster{m, n}, s, &sync.Pool{New: func() any { return new(countedDone) }}}
 	}
 	return countedMaster{m, n}
 }
@@ -42,14 +43,33 @@ func counted(m driver.Master, n *atomic.Int64) driver.Master {
 // countedStarter is a countedMaster over a driver that starts calls.
 type countedStarter struct {
 	countedMaster
-	s driver.Starter
+	s     driver.Starter
+	dones *sync.Pool // *countedDone not in use
 }
 
-func (m countedStarter) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
-	m.s.Start(ctx, call, func(rep driver.Reply, err error) {
-		m.n.Add(int64(1 + len(rep.Answers)))
-		done(rep, err)
-	})
+// Start starts call on the wrapped driver and counts its commands once
+// it has returned.
+func (m countedStarter) Start(ctx context.Context, call driver.Call, done driver.Done) {
+	c := m.dones.Get().(*countedDone)
+	c.n, c.done, c.pool = m.n, done, m.dones
+	m.s.Start(ctx, call, c)
+}
+
+// countedDone counts a started call's commands once it has returned. It is
+// reused, so that counting adds no allocation per call to the library's
+// own.
+type countedDone struct {
+	n    *atomic.Int64
+	done driver.Done
+	pool *sync.Pool // where it goes back once used
+}
+
+func (c *countedDone) Returned(rep driver.Reply, err error) {
+	n, done, pool := c.n, c.done, c.pool
+	*c = countedDone{}
+	pool.Put(c)
+	n.Add(int64(1 + len(rep.Answers)))
+	done.Returned(rep, err)
 }
 
 // countedRedigoPool is a redigo pool, as redsync's adapter takes it, whose

@@ -289,17 +289,17 @@ var _ driver.Starter = ObservedPool{}
 
 // Start starts the call on the wrapped pool, as Eval runs it, so that the
 // library under observation takes the path it takes on a plain pool.
-func (p ObservedPool) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+func (p ObservedPool) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	token, ok := p.O.acquireCall(call)
 	if !ok {
 		p.P.Start(ctx, call, done)
 		return
 	}
 	p.O.sent(token)
-	p.P.Start(ctx, call, func(rep driver.Reply, err error) {
+	p.P.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
 		p.O.answered(token, rep.Value, err)
-		done(rep, err)
-	})
+		done.Returned(rep, err)
+	}))
 }
 
 // Subscribe opens an unobserved subscription.

@@ -66,16 +66,31 @@ type Master interface {
 // through Eval, each in a goroutine, when not.
 type Starter interface {
 	Master
-	// Start runs call as Eval does, within ctx's deadline, and calls done
-	// exactly once with what Eval would have returned. done may be called
-	// from any goroutine, before Start returns or later; it must not block,
-	// for it may run on the goroutine that reads the connection's replies,
-	// beyond starting other calls (the lock starts a release from the
-	// done of the acquire it follows), whose writes their own deadlines
-	// bound. ctx must have a deadline; Start may let a call run to its
+	// Start runs call as Eval does, within ctx's deadline, and calls
+	// done.Returned exactly once with what Eval would have returned. That
+	// call may come from any goroutine, before Start returns or later; it
+	// must not block, for it may run on the goroutine that reads the
+	// connection's replies, beyond starting other calls (the lock starts a
+	// release from the done of the acquire it follows), whose writes their
+	// own deadlines bound. ctx must have a deadline; Start may let a call run to its
 	// reply or that deadline after ctx is cancelled.
-	Start(ctx context.Context, call Call, done func(Reply, error))
+	Start(ctx context.Context, call Call, done Done)
 }
+
+// Done takes what a started call returned (see Starter). It is an
+// interface rather than a function so that a caller can hand over a
+// pointer to state it keeps anyway, with nothing allocated per call;
+// DoneFunc makes a function one.
+type Done interface {
+	// Returned takes what Eval would have returned.
+	Returned(rep Reply, err error)
+}
+
+// DoneFunc is a function as a Done.
+type DoneFunc func(rep Reply, err error)
+
+// Returned calls f.
+func (f DoneFunc) Returned(rep Reply, err error) { f(rep, err) }
 
 // Script is one Lua script of the lock.
 type Script struct {

@@ -87,33 +87,33 @@ var _ driver.Starter = (*Cluster)(nil)
 // of the call's slot, the call is started on that master's pool (see
 // Redis.Start); otherwise, or when the master redirects it (MOVED, ASK: the
 // script did not run), a goroutine runs it as Eval does.
-func (c *Cluster) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+func (c *Cluster) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	m, addr, ok := c.routed(call)
 	if !ok {
-		go func() { done(c.Eval(ctx, call)) }()
+		go func() { done.Returned(c.Eval(ctx, call)) }()
 		return
 	}
 	n, err := c.node(addr)
 	if err != nil {
-		done(driver.Reply{Server: addr}, err)
+		done.Returned(driver.Reply{Server: addr}, err)
 		return
 	}
 	at := call
 	if call.Check != nil {
 		at.Check = func(string) *driver.Check { return call.Check(addr) }
 	}
-	n.Start(ctx, at, func(rep driver.Reply, err error) {
+	n.Start(ctx, at, driver.DoneFunc(func(rep driver.Reply, err error) {
 		rep.Server = addr
 		var de driver.Error
 		if errors.As(err, &de) {
 			if _, target := redirect(de); target != "" {
-				go func() { done(c.redirected(ctx, m, call, rep, err)) }()
+				go func() { done.Returned(c.redirected(ctx, m, call, rep, err)) }()
 				return
 			}
 		}
 		c.failed(ctx, err)
-		done(rep, err)
-	})
+		done.Returned(rep, err)
+	}))
 }
 
 // routed returns the slot map and the master of call's hash slot when the

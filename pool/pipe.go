@@ -102,6 +102,9 @@ type request struct {
 	// the pipe's replies when the request was queued.
 	queued, complete, abandoned bool
 	mark                        uint64
+	// started is the call that Start sent with the request, if any: the
+	// request's notify (see start.go).
+	started started
 }
 
 // Limits of a writer.

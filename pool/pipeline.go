@@ -167,6 +167,7 @@ func (pl *pipeline) recycle(q *request) {
 	clear(q.vals)
 	q.err, q.notify, q.expires = nil, nil, time.Time{}
 	q.queued, q.complete, q.abandoned = false, false, false
+	q.started = started{}
 	if cap(q.buf) > maxBufferKept {
 		q.buf = nil
 	}

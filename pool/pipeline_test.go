@@ -106,10 +106,10 @@ func bothWays(t *testing.T, f func(t *testing.T, w way)) {
 			}
 			got := make(chan result, 2) // room for a second call, which the cleanup reports
 			started.Add(1)
-			p.Start(ctx, call, func(rep driver.Reply, err error) {
+			p.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
 				finished.Add(1)
 				got <- result{rep, err}
-			})
+			}))
 			limit := longWait
 			if dl, ok := ctx.Deadline(); ok {
 				limit = time.Until(dl) + slack
@@ -797,7 +797,7 @@ func TestPipeline_CallsStartedFromADone_GoOut(t *testing.T) {
 		var next func(n int)
 		next = func(n int) {
 			id := fmt.Sprintf("chain %d link %d", c, n)
-			p.Start(ctx, echoCall(id), func(rep driver.Reply, err error) {
+			p.Start(ctx, echoCall(id), driver.DoneFunc(func(rep driver.Reply, err error) {
 				if err == nil {
 					err = wantEcho(rep, id)
 				}
@@ -806,7 +806,7 @@ func TestPipeline_CallsStartedFromADone_GoOut(t *testing.T) {
 					return
 				}
 				next(n + 1) // on the reader, mostly
-			})
+			}))
 		}
 		next(1)
 	}

@@ -20,14 +20,16 @@ var _ driver.Starter = (*Redis)(nil)
 // Otherwise (the pooled mode, a connection to open, a connection that
 // dropped under the call, a script the master has not cached) a goroutine
 // runs Eval or finishes the call as Eval would.
-func (r *Redis) Start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) {
+func (r *Redis) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	if r.pl == nil || !r.pl.start(ctx, call, done) {
-		go func() { done(r.Eval(ctx, call)) }()
+		go func() { done.Returned(r.Eval(ctx, call)) }()
 	}
 }
 
 // started is one call that Start sent on a pipe: what its continuation
-// needs once the reply is in or the deadline passed.
+// needs once the reply is in or the deadline passed. It lives in the call's
+// request (request.started), so that a call costs no allocation of its
+// own; it is copied out before the request is recycled.
 type started struct {
 	ctx      context.Context
 	pl       *pipeline
@@ -38,14 +40,14 @@ type started struct {
 	asked    bool
 	hint     string
 	deadline time.Time
-	done     func(driver.Reply, error)
+	done     driver.Done
 	rep      driver.Reply
 }
 
 // start sends call on a pipe already open, and reports false, having sent
 // nothing, when it cannot: no deadline, ctx already done, or no open pipe
 // taking requests.
-func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(driver.Reply, error)) bool {
+func (pl *pipeline) start(ctx context.Context, call driver.Call, done driver.Done) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok || ctx.Err() != nil {
 		return false
@@ -54,15 +56,16 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(drive
 	if p == nil {
 		return false
 	}
-	s := &started{ctx: ctx, pl: pl, p: p, call: call, deadline: deadline, done: done}
+	q := pl.request()
+	s := &q.started
+	*s = started{ctx: ctx, pl: pl, p: p, q: q, call: call, deadline: deadline, done: done}
 	// Read once the pipe is in hand, so that one just opened counts.
 	s.rep.Dials = pl.r.dials.Load()
 	if call.Check != nil {
 		s.check = call.Check("")
 	}
 	s.asked = s.check.Due(s.rep.Dials)
-	s.q = pl.request()
-	s.hint = s.q.encode(call, s.check, s.asked)
+	s.hint = q.encode(call, s.check, s.asked)
 	// The pipe tells s of the reply, or of the deadline passing first (see
 	// pipe.expireDue): no timer and no callback on ctx per call.
 	s.q.notify, s.q.expires = s, deadline
@@ -80,52 +83,59 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done func(drive
 // pipe.wait), and the call returns the deadline's error. The request is
 // never recycled: its reply may still come.
 func (s *started) expired() {
-	s.done(s.rep, context.DeadlineExceeded)
+	s.done.Returned(s.rep, context.DeadlineExceeded)
 }
 
 // replied is the request's notification: its replies are in, or the
 // connection failed under it.
 func (s *started) replied() {
-	q := s.q
+	c := *s // s lives in the request, recycled below
+	q := c.q
 	if q.err != nil {
 		err := q.err
-		s.pl.recycle(q)
-		if stale(err) && s.ctx.Err() == nil {
+		c.pl.recycle(q)
+		if stale(err) && c.ctx.Err() == nil {
 			// The connection dropped under the call: Eval replaces it and
 			// sends the call again, as it does for a call of its own.
-			go func() {
-				rep, err := s.pl.r.Eval(s.ctx, s.call)
-				rep.Lost = true
-				s.done(rep, err)
-			}()
+			go c.again()
 			return
 		}
-		s.done(s.rep, err)
+		c.done.Returned(c.rep, err)
 		return
 	}
-	v, answers := q.split(s.asked)
-	s.pl.recycle(q)
-	s.rep.Answers = answers
+	v, answers := q.split(c.asked)
+	c.pl.recycle(q)
+	c.rep.Answers = answers
 	if noScript(v) {
-		go func() {
-			var err error
-			s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, answers, s.deadline)
-			switch {
-			case err == errNotSent:
-				// The connection stopped taking requests in between: the
-				// call goes again as a whole, as Eval sends it.
-				s.done(s.pl.r.Eval(s.ctx, s.call))
-			case err != nil && stale(err) && s.ctx.Err() == nil:
-				rep, err := s.pl.r.Eval(s.ctx, s.call)
-				rep.Lost = true
-				s.done(rep, err)
-			default:
-				s.done(s.rep, err)
-			}
-		}()
+		go c.bySource()
 		return
 	}
 	v, err := replyOrError(v)
-	s.rep.Value = v
-	s.done(s.rep, err)
+	c.rep.Value = v
+	c.done.Returned(c.rep, err)
+}
+
+// again runs the call once more through Eval, after the connection dropped
+// under it.
+func (s started) again() {
+	rep, err := s.pl.r.Eval(s.ctx, s.call)
+	rep.Lost = true
+	s.done.Returned(rep, err)
+}
+
+// bySource runs the call by its source on the same pipe, after the master
+// answered EVALSHA with NOSCRIPT.
+func (s started) bySource() {
+	var err error
+	s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, s.rep.Answers, s.deadline)
+	switch {
+	case err == errNotSent:
+		// The connection stopped taking requests in between: the call
+		// goes again as a whole, as Eval sends it.
+		s.done.Returned(s.pl.r.Eval(s.ctx, s.call))
+	case err != nil && stale(err) && s.ctx.Err() == nil:
+		s.again()
+	default:
+		s.done.Returned(s.rep, err)
+	}
 }

@@ -174,24 +174,43 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // the lock it takes over, as a release does); where they have all returned
 // already (the common case), the acquire goes out at once.
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
+	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
-		func(ctx context.Context, i int, reply func(ask, fanout.Vote, error)) {
-			if s, ok := c.nodes[i].(starter); ok && after.settledOn(i) &&
-				s.startAcquire(ctx, req, func(g scripts.Grant, err error) { reply(c.judge(i, req.key, window, g, err)) }) {
+		func(ctx context.Context, n *fanout.Node[ask]) {
+			i := n.Index()
+			p := &parts[i]
+			*p = acquirePart{c: c, n: n, key: req.key, window: window}
+			p.out.to = p
+			if s, ok := c.nodes[i].(starter); ok && after.settledOn(i) && s.startAcquire(ctx, req, &p.out) {
 				return
 			}
 			go func() {
 				if after != nil {
 					if _, err := after.settle(ctx, i); err != nil {
-						reply(ask{err: err}, fanout.No, c.nodeErr(i, err))
+						n.Answer(ask{err: err}, fanout.No, c.nodeErr(i, err))
 						return
 					}
 				}
 				g, err := c.nodes[i].acquire(ctx, req)
-				reply(c.judge(i, req.key, window, g, err))
+				n.Answer(c.judge(i, req.key, window, g, err))
 			}()
 		})
 	return round{res}, err
+}
+
+// acquirePart is one master's part of an acquisition round, started
+// (see starter): it takes the master's reply into the round.
+type acquirePart struct {
+	out    pending
+	c      *Client
+	n      *fanout.Node[ask]
+	key    string
+	window time.Duration
+}
+
+func (p *acquirePart) take(v any, err error) {
+	g, err := decodeGrant(v, err)
+	p.n.Answer(p.c.judge(p.n.Index(), p.key, p.window, g, err))
 }
 
 // judge turns master i's answer to an acquire of key into its part of the

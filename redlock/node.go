@@ -74,14 +74,34 @@ type node interface {
 	subscribe(ctx context.Context) (driver.Subscription, error)
 }
 
-// starter is a node that can start an acquire or a release and hand its
-// outcome to done later, with no goroutine waiting for it (see
-// driver.Starter). Each reports false, having done nothing, when it cannot
-// now; the caller then runs the operation in a goroutine.
+// starter is a node that can start an acquire or a release and hand what
+// the master answered to a taker later, with no goroutine waiting for it
+// (see driver.Starter). The caller keeps the call's pending, its taker
+// set, until the taker is called. Each reports false, having done nothing,
+// when it cannot now; the caller then runs the operation in a goroutine.
 type starter interface {
-	startAcquire(ctx context.Context, r request, done func(scripts.Grant, error)) bool
-	startRelease(ctx context.Context, r request, done func(scripts.Released, error)) bool
+	startAcquire(ctx context.Context, r request, p *pending) bool
+	startRelease(ctx context.Context, r request, p *pending) bool
 }
+
+// taker takes what a master answered a started call: the script's reply,
+// or why the call failed. It is called exactly once, from any goroutine.
+type taker interface {
+	take(v any, err error)
+}
+
+// pending is a call started on a master until its reply is in: the driver
+// hands the reply to it (driver.Done), and it hands what the master
+// answered to its taker. Its caller keeps it, in a fan-out's parts, so
+// that a call costs no allocation of its own.
+type pending struct {
+	m    *master
+	call driver.Call
+	to   taker
+}
+
+// Returned takes the driver's reply.
+func (p *pending) Returned(rep driver.Reply, err error) { p.to.take(p.m.answered(p.call, rep, err)) }
 
 // master runs the lock's scripts on one master through its driver.
 type master struct {
@@ -114,22 +134,22 @@ func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 }
 
 func (m *master) acquire(ctx context.Context, r request) (scripts.Grant, error) {
-	v, err := m.eval(ctx, m.acquireCall(r))
+	return decodeGrant(m.eval(ctx, m.acquireCall(r)))
+}
+
+// startAcquire is acquire through master.start: p's taker takes the
+// reply undecoded (see decodeGrant).
+func (m *master) startAcquire(ctx context.Context, r request, p *pending) bool {
+	return m.start(ctx, m.acquireCall(r), p)
+}
+
+// decodeGrant is what acquire returns, from what a started acquire's taker
+// was given.
+func decodeGrant(v any, err error) (scripts.Grant, error) {
 	if err != nil {
 		return scripts.Grant{}, err
 	}
 	return scripts.DecodeGrant(v)
-}
-
-// startAcquire is acquire through master.start.
-func (m *master) startAcquire(ctx context.Context, r request, done func(scripts.Grant, error)) bool {
-	return m.start(ctx, m.acquireCall(r), func(v any, err error) {
-		if err != nil {
-			done(scripts.Grant{}, err)
-			return
-		}
-		done(scripts.DecodeGrant(v))
-	})
 }
 
 func (m *master) acquireCall(r request) driver.Call {
@@ -153,22 +173,22 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 }
 
 func (m *master) release(ctx context.Context, r request) (scripts.Released, error) {
-	v, err := m.eval(ctx, m.releaseCall(r))
+	return decodeReleased(m.eval(ctx, m.releaseCall(r)))
+}
+
+// startRelease is release through master.start: p's taker takes the
+// reply undecoded (see decodeReleased).
+func (m *master) startRelease(ctx context.Context, r request, p *pending) bool {
+	return m.start(ctx, m.releaseCall(r), p)
+}
+
+// decodeReleased is what release returns, from what a started release's
+// taker was given.
+func decodeReleased(v any, err error) (scripts.Released, error) {
 	if err != nil {
 		return scripts.NotHeld, err
 	}
 	return scripts.DecodeReleased(v)
-}
-
-// startRelease is release through master.start.
-func (m *master) startRelease(ctx context.Context, r request, done func(scripts.Released, error)) bool {
-	return m.start(ctx, m.releaseCall(r), func(v any, err error) {
-		if err != nil {
-			done(scripts.NotHeld, err)
-			return
-		}
-		done(scripts.DecodeReleased(v))
-	})
 }
 
 func (m *master) releaseCall(r request) driver.Call {
@@ -214,22 +234,22 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 	return m.answered(call, rep, err)
 }
 
-// start is eval through a driver that starts calls (driver.Starter): done
-// gets what eval would return, from the goroutine the driver gives it,
-// with no goroutine of the lock's waiting. It reports false, having done
+// start is eval through a driver that starts calls (driver.Starter): p's
+// taker takes what eval would return, from the goroutine the driver gives
+// it, with no goroutine of the lock's waiting. It reports false, having done
 // nothing, when the driver does not start calls or when the client's clock
 // is not the real one, whose deadlines the driver's are.
-func (m *master) start(ctx context.Context, call driver.Call, done func(any, error)) bool {
+func (m *master) start(ctx context.Context, call driver.Call, p *pending) bool {
 	s, ok := m.drv.(driver.Starter)
 	if !ok || m.clock != clock.Real() {
 		return false
 	}
 	if _, err := remaining(ctx, m.clock); err != nil {
-		done(nil, err)
+		p.to.take(nil, err)
 		return true
 	}
-	call = m.checked(call)
-	s.Start(ctx, call, func(rep driver.Reply, err error) { done(m.answered(call, rep, err)) })
+	p.m, p.call = m, m.checked(call)
+	s.Start(ctx, p.call, p)
 	return true
 }
 

@@ -44,7 +44,9 @@ func (l *Lock) Release(ctx context.Context) error {
 		return err
 	}
 	defer l.c.work.done()
-	ctx = context.WithoutCancel(ctx)
+	if _, dl := ctx.Deadline(); dl || ctx.Done() != nil { // a ctx that can never end needs no shield
+		ctx = context.WithoutCancel(ctx)
+	}
 	l.stopWatchdog()
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -82,22 +84,24 @@ func (l *Lock) release(ctx context.Context) error {
 	c := l.c
 	n := len(c.nodes)
 	timeout := c.nodeTimeout(l.req.ttl)
+	parts := make([]releasePart, n) // one allocation for every master's part
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
-		func(fctx context.Context, i int, reply func(scripts.Released, fanout.Vote, error)) {
+		func(fctx context.Context, nd *fanout.Node[scripts.Released]) {
+			i := nd.Index()
 			s, ok := c.nodes[i].(starter)
 			if !ok {
-				go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+				go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
 				return
 			}
 			// Every request of this lock on its way here has returned (the
 			// common case): the delete goes out now, within the fan-out's
 			// deadline.
 			if unsure, ok := l.trail.settled(i); ok {
-				r := l.releaseOf(i, unsure)
-				if !s.startRelease(fctx, r, func(out scripts.Released, err error) {
-					reply(l.released(i, r, out, err, timeout))
-				}) {
-					go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+				p := &parts[i]
+				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout}
+				p.out.to = p
+				if !s.startRelease(fctx, p.r, &p.out) {
+					go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
 				}
 				return
 			}
@@ -105,14 +109,13 @@ func (l *Lock) release(ctx context.Context) error {
 			// follows it, started from its return, with a node timeout of
 			// its own, as releaseOn gives it; no goroutine waits for it.
 			l.trail.whenSettled(i, func(unsure bool) {
-				r := l.releaseOf(i, unsure)
 				dctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
-				if !s.startRelease(dctx, r, func(out scripts.Released, err error) {
+				p := &parts[i]
+				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout, cancel: cancel}
+				p.out.to = p
+				if !s.startRelease(dctx, p.r, &p.out) {
 					cancel()
-					reply(l.released(i, r, out, err, timeout))
-				}) {
-					cancel()
-					go func() { reply(l.releaseOn(ctx, i, timeout)) }()
+					go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
 				}
 			})
 		})
@@ -195,6 +198,25 @@ func (l *Lock) released(i int, r request, out scripts.Released, err error, timeo
 		return scripts.NotHeld, fanout.No, c.nodeErr(i, err)
 	}
 	return out, fanout.Yes, nil
+}
+
+// releasePart is one master's part of a release, started (see starter):
+// it takes the master's reply into the release.
+type releasePart struct {
+	out     pending
+	l       *Lock
+	n       *fanout.Node[scripts.Released]
+	r       request
+	timeout time.Duration
+	cancel  context.CancelFunc // the delete's own deadline, when it has one; nil when not
+}
+
+func (p *releasePart) take(v any, err error) {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	out, err := decodeReleased(v, err)
+	p.n.Answer(p.l.released(p.n.Index(), p.r, out, err, p.timeout))
 }
 
 // heard is what the given masters answered a release: whether any still

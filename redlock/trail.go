@@ -25,6 +25,8 @@ type trail struct {
 // unknown.
 type sentRequest interface {
 	Done() <-chan struct{}
+	// returned reports whether the request has returned: Done is closed.
+	returned() bool
 	noReply() bool
 	// onDone runs f once the request has returned: at once when it has,
 	// otherwise in the goroutine that returns it.
@@ -35,6 +37,8 @@ type sentRequest interface {
 type roundRequest struct{ *fanout.Node[ask] }
 
 func (r roundRequest) onDone(f func()) { r.OnDone(f) }
+
+func (r roundRequest) returned() bool { return r.Returned() }
 
 func (r roundRequest) noReply() bool {
 	rep, _ := r.Reply()
@@ -47,13 +51,11 @@ type retakeRequest struct {
 	lost bool // the request got no reply; set before done fires
 }
 
-func newRetakeRequest() *retakeRequest {
-	r := &retakeRequest{}
-	r.done.Init()
-	return r
-}
+func newRetakeRequest() *retakeRequest { return &retakeRequest{} }
 
 func (r *retakeRequest) Done() <-chan struct{} { return r.done.Done() }
+
+func (r *retakeRequest) returned() bool { return r.done.Fired() }
 
 func (r *retakeRequest) noReply() bool { return r.lost }
 
@@ -67,9 +69,12 @@ func (r *retakeRequest) finish(noReply bool) {
 
 func newTrail(nodes int, rounds []round) *trail {
 	t := &trail{sent: make([][]sentRequest, nodes)}
-	for _, r := range rounds {
-		for i := range nodes {
-			t.add(i, roundRequest{r.res.Node(i)})
+	k := len(rounds)
+	all := make([]sentRequest, nodes*k) // one allocation for the rounds' requests; a retake appends past it
+	for i := range nodes {
+		t.sent[i] = all[i*k : i*k : (i+1)*k]
+		for _, r := range rounds {
+			t.sent[i] = append(t.sent[i], roundRequest{r.res.Node(i)})
 		}
 	}
 	return t
@@ -87,10 +92,12 @@ func (t *trail) add(i int, s sentRequest) {
 // node timeout, so without a ctx deadline the wait is bounded too.
 func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 	for _, s := range t.of(i) {
-		select {
-		case <-s.Done():
-		case <-ctx.Done():
-			return true, ctx.Err()
+		if !s.returned() {
+			select {
+			case <-s.Done():
+			case <-ctx.Done():
+				return true, ctx.Err()
+			}
 		}
 		unsure = unsure || s.noReply()
 	}
@@ -102,12 +109,10 @@ func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 // reply.
 func (t *trail) settled(i int) (unsure, ok bool) {
 	for _, s := range t.of(i) {
-		select {
-		case <-s.Done():
-			unsure = unsure || s.noReply()
-		default:
+		if !s.returned() {
 			return false, false
 		}
+		unsure = unsure || s.noReply()
 	}
 	return unsure, true
 }
@@ -131,13 +136,11 @@ func (t *trail) settledOn(i int) bool {
 func (t *trail) whenSettled(i int, f func(unsure bool)) {
 	unsure := false
 	for _, s := range t.of(i) {
-		select {
-		case <-s.Done():
-			unsure = unsure || s.noReply()
-		default:
+		if !s.returned() {
 			s.onDone(func() { t.whenSettled(i, f) })
 			return
 		}
+		unsure = unsure || s.noReply()
 	}
 	f(unsure)
 }

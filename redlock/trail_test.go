@@ -18,7 +18,7 @@ import (
 func TestTrail_WhenSettled(t *testing.T) {
 	replies := make([]func(ask, fanout.Vote, error), 2)
 	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
-		func(ctx context.Context, i int, reply func(ask, fanout.Vote, error)) { replies[i] = reply })
+		func(ctx context.Context, n *fanout.Node[ask]) { replies[n.Index()] = n.Answer })
 	require.NoError(t, err)
 	tr := newTrail(2, []round{{res: res}})
 	retake := newRetakeRequest()

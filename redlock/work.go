@@ -23,9 +23,14 @@ type work struct {
 	n       int
 	closing bool
 	idle    chan struct{} // closed when closing and n is zero
+	ended   func()        // done, as a value made once
 }
 
-func newWork() *work { return &work{idle: make(chan struct{})} }
+func newWork() *work {
+	w := &work{idle: make(chan struct{})}
+	w.ended = w.done
+	return w
+}
 
 // enter counts a new operation. It reports false once the client is
 // closing: the operation must not start.
@@ -75,8 +80,8 @@ func (w *work) close() <-chan struct{} {
 // part counted as the client's work until it returns, even after the
 // fan-out has returned: Close waits for the stragglers.
 func fanOut[T any](ctx context.Context, c *Client, cfg fanout.Config, op fanout.Op[T]) (*fanout.Result[T], error) {
-	return fanOutStarts(ctx, c, cfg, func(ctx context.Context, i int, reply func(T, fanout.Vote, error)) {
-		go func() { reply(op(ctx, i)) }()
+	return fanOutStarts(ctx, c, cfg, func(ctx context.Context, n *fanout.Node[T]) {
+		go func() { n.Answer(op(ctx, n.Index())) }()
 	})
 }
 
@@ -87,12 +92,8 @@ func fanOutStarts[T any](ctx context.Context, c *Client, cfg fanout.Config, star
 		return fanout.RunStarts(ctx, cfg, start)
 	}
 	c.work.add(cfg.Nodes)
-	return fanout.RunStarts(ctx, cfg, func(ctx context.Context, i int, reply func(T, fanout.Vote, error)) {
-		start(ctx, i, func(v T, vote fanout.Vote, err error) {
-			c.work.done()
-			reply(v, vote, err)
-		})
-	})
+	cfg.Returned = c.work.ended
+	return fanout.RunStarts(ctx, cfg, start)
 }
 
 // overMasters is a fan-out to every master that needs need yes votes, each

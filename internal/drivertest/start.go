@@ -54,10 +54,10 @@ func (w *throughStart) Eval(ctx context.Context, call driver.Call) (driver.Reply
 	}
 	got := make(chan startResult, 2) // room for a second done, which the cleanup reports
 	w.started.Add(1)
-	w.s.Start(ctx, call, func(rep driver.Reply, err error) {
+	w.s.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
 		w.finished.Add(1)
 		got <- startResult{rep, err}
-	})
+	}))
 	select {
 	case r := <-got:
 		return r.rep, r.err

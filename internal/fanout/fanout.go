@@ -30,14 +30,14 @@ const (
 // I/O must stop by then.
 type Op[T any] func(ctx context.Context, node int) (T, Vote, error)
 
-// Start begins one node's part of a fan-out and arranges for reply to be
-// called exactly once with what the node answered, its vote and why it
-// failed or refused. reply may be called from any goroutine, before Start
-// returns or later. ctx carries the node's deadline: the operation must
-// reply by then. Start suits an operation whose I/O completes on a
-// goroutine that exists anyway, such as a pipelined connection's reader:
-// the fan-out then starts no goroutine for it.
-type Start[T any] func(ctx context.Context, node int, reply func(T, Vote, error))
+// Start begins one node's part of a fan-out, n, and arranges for n.Answer
+// to be called with what the node answered, its vote and why it failed or
+// refused. Answer may be called from any goroutine, before Start returns or
+// later; only its first call counts. ctx carries the node's deadline: the
+// operation must answer by then. Start suits an operation whose I/O
+// completes on a goroutine that exists anyway, such as a pipelined
+// connection's reader: the fan-out then starts no goroutine for it.
+type Start[T any] func(ctx context.Context, n *Node[T])
 
 // Config says how to run a fan-out.
 type Config struct {
@@ -51,6 +51,9 @@ type Config struct {
 	Timeout time.Duration
 	// Clock measures the timeout. Nil means clock.Real().
 	Clock clock.Clock
+	// Returned, when not nil, runs once for each node as its operation
+	// returns, before its answer is recorded.
+	Returned func()
 }
 
 // Reply is what one node's operation returned.
@@ -66,9 +69,13 @@ type Node[T any] struct {
 	done    Signal // fires once the reply is in
 	reply   Reply[T]
 	i       int
-	w       *workers[T]
+	res     *Result[T]
 	replied atomic.Bool
+	taken   bool // the collector has sorted the answer; its own
 }
+
+// Index returns the node's number, from 0 to N-1.
+func (n *Node[T]) Index() int { return n.i }
 
 // Done returns a channel closed once the node's operation has returned.
 func (n *Node[T]) Done() <-chan struct{} { return n.done.Done() }
@@ -82,13 +89,14 @@ func (n *Node[T]) OnDone(f func()) { n.done.OnDone(f) }
 // Reply returns the node's reply and true once it is in; a zero Reply and
 // false while the operation still runs.
 func (n *Node[T]) Reply() (Reply[T], bool) {
-	select {
-	case <-n.done.Done():
+	if n.done.Fired() {
 		return n.reply, true
-	default:
-		return Reply[T]{}, false
 	}
+	return Reply[T]{}, false
 }
+
+// Returned reports whether the node's operation has returned.
+func (n *Node[T]) Returned() bool { return n.done.Fired() }
 
 // Result says what each node did by the time Run returned, and keeps every
 // node's entry for what it does later.
@@ -99,9 +107,20 @@ type Result[T any] struct {
 	Pending   []int // nodes with no answer yet: slow, hung, or past their timeout
 
 	need  int
-	nodes []*Node[T]
+	nodes []Node[T]
 	err   error
+
+	// What the nodes' operations share.
+	cancel   context.CancelFunc   // releases the deadline's timer
+	answered chan int             // the nodes that answered, in order; buffered: a straggler never blocks
+	running  atomic.Int32         // operations that have not answered
+	returned func()               // Config.Returned
+	lists    [4 * smallFanOut]int // room for the lists of a small fan-out
 }
+
+// smallFanOut is the most nodes whose lists a Result holds without an
+// allocation of their own.
+const smallFanOut = 8
 
 // OK reports whether the Yes votes reached the quorum.
 func (r *Result[T]) OK() bool { return len(r.Yes) >= r.need }
@@ -110,7 +129,7 @@ func (r *Result[T]) OK() bool { return len(r.Yes) >= r.need }
 func (r *Result[T]) Nodes() int { return len(r.nodes) }
 
 // Node returns node i's entry.
-func (r *Result[T]) Node(i int) *Node[T] { return r.nodes[i] }
+func (r *Result[T]) Node(i int) *Node[T] { return &r.nodes[i] }
 
 // Done returns a channel closed once node i's operation has returned, even
 // if that happened after Run returned.
@@ -125,7 +144,11 @@ func (r *Result[T]) Err() error { return r.err }
 
 // Wait blocks until every node's operation has returned, or ctx is done.
 func (r *Result[T]) Wait(ctx context.Context) error {
-	for _, n := range r.nodes {
+	for i := range r.nodes {
+		n := &r.nodes[i]
+		if n.done.Fired() {
+			continue
+		}
 		select {
 		case <-n.done.Done():
 		case <-ctx.Done():
@@ -171,8 +194,8 @@ var ErrNoNodes = errors.New("fanout: no nodes")
 // Run returns go on in the background until they finish or reach their
 // deadline; the result's entries track them.
 func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
-	return RunStarts(ctx, cfg, func(ctx context.Context, i int, reply func(T, Vote, error)) {
-		go func() { reply(op(ctx, i)) }()
+	return RunStarts(ctx, cfg, func(ctx context.Context, n *Node[T]) {
+		go func() { n.Answer(op(ctx, n.i)) }()
 	})
 }
 
@@ -193,40 +216,43 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 	}
 	waitAll := cfg.Need <= 0
 
-	opCtx, cancel := ctx, context.CancelFunc(func() {})
+	opCtx, cancel := ctx, context.CancelFunc(nil)
 	if cfg.Timeout > 0 {
 		// One deadline serves every node: they all start now.
 		opCtx, cancel = clk.WithTimeout(ctx, cfg.Timeout)
 	}
 
-	res := &Result[T]{need: need, nodes: make([]*Node[T], cfg.Nodes), Yes: make([]int, 0, cfg.Nodes)}
-	w := &workers[T]{cancel: cancel, answered: make(chan int, cfg.Nodes)} // buffered: a straggler never blocks
-	w.running.Store(int32(cfg.Nodes))
-	store := make([]Node[T], cfg.Nodes) // one allocation for every node's entry
-	for i := range store {
-		n := &store[i]
-		n.i, n.w = i, w
-		n.done.Init()
-		res.nodes[i] = n
+	n := cfg.Nodes
+	res := &Result[T]{need: need, nodes: make([]Node[T], n), cancel: cancel, answered: make(chan int, n), returned: cfg.Returned}
+	// The four lists hold n entries in all: each gets room for n in one
+	// array, the result's own for a fan-out of a few nodes.
+	lists := res.lists[:]
+	if 4*n > len(res.lists) {
+		lists = make([]int, 4*n)
 	}
-	for _, n := range res.nodes {
-		start(opCtx, n.i, n.reply1)
+	res.Yes, res.No, res.Abstained, res.Pending = lists[0:0:n], lists[n:n:2*n], lists[2*n:2*n:3*n], lists[3*n:3*n:4*n]
+	res.running.Store(int32(n))
+	for i := range res.nodes {
+		res.nodes[i].i, res.nodes[i].res = i, res
+	}
+	for i := range res.nodes {
+		start(opCtx, &res.nodes[i])
 	}
 
-	s := sorter[T]{res: res, answered: make([]bool, cfg.Nodes), outstanding: cfg.Nodes}
+	s := sorter[T]{res: res, outstanding: n}
 collect:
 	for s.outstanding > 0 {
 		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+s.outstanding < need) {
 			break
 		}
 		select {
-		case i := <-w.answered:
+		case i := <-res.answered:
 			s.take(i)
 		case <-opCtx.Done():
 			// Replies that arrived with the deadline still count.
 			for s.outstanding > 0 {
 				select {
-				case i := <-w.answered:
+				case i := <-res.answered:
 					s.take(i)
 				default:
 					break collect
@@ -234,8 +260,8 @@ collect:
 			}
 		}
 	}
-	for i, a := range s.answered {
-		if !a {
+	for i := range res.nodes {
+		if !res.nodes[i].taken {
 			res.Pending = append(res.Pending, i)
 		}
 	}
@@ -243,24 +269,21 @@ collect:
 	return res, nil
 }
 
-// workers is what the operations of one fan-out share.
-type workers[T any] struct {
-	cancel   context.CancelFunc
-	answered chan int
-	running  atomic.Int32
-}
-
-// reply1 takes the node's reply: its operation's reply function. Only the
-// first reply counts.
-func (n *Node[T]) reply1(v T, vote Vote, err error) {
+// Answer hands in the node's answer: what it answered, its vote and why
+// it failed or refused. Only the first call counts; later ones do nothing.
+func (n *Node[T]) Answer(v T, vote Vote, err error) {
 	if !n.replied.CompareAndSwap(false, true) {
 		return
 	}
+	r := n.res
+	if r.returned != nil {
+		r.returned()
+	}
 	n.reply = Reply[T]{Value: v, Vote: vote, Err: err}
 	after := n.done.fire()
-	n.w.answered <- n.i
-	if n.w.running.Add(-1) == 0 {
-		n.w.cancel() // the last one out releases the deadline's timer
+	r.answered <- n.i
+	if r.running.Add(-1) == 0 && r.cancel != nil {
+		r.cancel() // the last one out releases the deadline's timer
 	}
 	for _, f := range after {
 		f()
@@ -270,7 +293,6 @@ func (n *Node[T]) reply1(v T, vote Vote, err error) {
 // sorter sorts the nodes of a fan-out by their votes as they answer.
 type sorter[T any] struct {
 	res         *Result[T]
-	answered    []bool
 	errs        []error
 	outstanding int
 }
@@ -278,7 +300,7 @@ type sorter[T any] struct {
 func (s *sorter[T]) take(i int) {
 	r := s.res.nodes[i].reply // in: its done is closed before i is sent
 	s.outstanding--
-	s.answered[i] = true
+	s.res.nodes[i].taken = true
 	switch r.Vote {
 	case Yes:
 		s.res.Yes = append(s.res.Yes, i)

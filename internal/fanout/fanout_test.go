@@ -223,7 +223,8 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 	hung := make(chan func(struct{}, fanout.Vote, error), 1)
 	var started atomic.Int32
 	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 5, Need: 3, Timeout: 200 * time.Millisecond},
-		func(ctx context.Context, i int, reply func(struct{}, fanout.Vote, error)) {
+		func(ctx context.Context, n *fanout.Node[struct{}]) {
+			i, reply := n.Index(), n.Answer
 			started.Add(1)
 			switch i {
 			case 0: // at once, twice: the second reply is ignored
@@ -265,7 +266,8 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 func TestNode_OnDone(t *testing.T) {
 	var reply func(string, fanout.Vote, error)
 	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
-		func(ctx context.Context, i int, r func(string, fanout.Vote, error)) {
+		func(ctx context.Context, n *fanout.Node[string]) {
+			i, r := n.Index(), n.Answer
 			if i == 0 {
 				r("first", fanout.Yes, nil)
 				return
