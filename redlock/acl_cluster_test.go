@@ -182,6 +182,9 @@ func TestCluster_ACL_TheREADMEsPermissions(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, l.Release(ctx(t)), "a release whose announcement is denied still releases")
 				assert.NoError(t, l.Err())
+				// Release returns at a quorum; Close waits for the deletes
+				// still on their way.
+				require.NoError(t, c.Close())
 				for _, cl := range cs {
 					m, err := cl.MasterFor(slot.Of(suiteNS + key))
 					require.NoError(t, err)
