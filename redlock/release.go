@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
@@ -106,15 +107,20 @@ func (l *Lock) release(ctx context.Context) error {
 				return
 			}
 			// A request of this lock is still on its way here: the delete
-			// follows it, started from its return, with a node timeout of
-			// its own, as releaseOn gives it; no goroutine waits for it.
+			// follows it, started from its return; no goroutine waits for
+			// it. It keeps the fan-out's deadline while at least half a node
+			// timeout of it is left (the common case: the request returns
+			// within a round trip), and otherwise gets a node timeout of its
+			// own, as releaseOn gives it.
 			l.trail.whenSettled(i, func(unsure bool) {
-				dctx, cancel := c.o.clock.WithTimeout(ctx, timeout)
+				dctx, cancel := followerDeadline(c.o.clock, ctx, fctx, timeout)
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout, cancel: cancel}
 				p.out.to = p
 				if !s.startRelease(dctx, p.r, &p.out) {
-					cancel()
+					if cancel != nil {
+						cancel()
+					}
 					go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
 				}
 			})
@@ -156,6 +162,18 @@ func (l *Lock) release(ctx context.Context) error {
 		return fmt.Errorf("%w: no reachable master still held key %q: %w", ErrLockNotHeld, l.req.key, agg)
 	}
 	return agg
+}
+
+// followerDeadline is the deadline of a delete that follows a request still
+// on its way when the release's fan-out fctx began: fctx itself while at
+// least half a node timeout of it is left, which costs nothing, and
+// otherwise a node timeout of its own from now, derived from ctx; cancel is
+// nil when there is none to release.
+func followerDeadline(clk clock.Clock, ctx, fctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := fctx.Deadline(); ok && dl.Sub(clk.Now()) >= timeout/2 {
+		return fctx, nil
+	}
+	return clk.WithTimeout(ctx, timeout)
 }
 
 // releaseOn deletes the lock on master i once every request of this lock
