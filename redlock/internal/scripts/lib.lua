@@ -110,7 +110,10 @@ end
 --
 -- Cost. The caller reads the stamp (s, false when there is none) and the
 -- floor (f, see raiseFloor) with the other keys it needs, in one MGET; the
--- stamp is compared with the client's hint. Only when
+-- stamp is compared with the client's hint, first as a prefix followed by
+-- the stamp's two numbers, which costs half a full parse of the stamp (and
+-- means the same: the hint's identity is the stamp's two first words, as
+-- the rest of the stamp is exactly two numbers). Only when
 -- the two differ (a new connection, a new master, no hint) does the script
 -- read INFO itself. If INFO is denied to the client's user, the script
 -- cannot tell and returns epoch 0: nothing is stale. The client does not
@@ -120,7 +123,14 @@ end
 -- new epoch raised it).
 local function fenceEpoch(stamp, floor, hint, s, f)
   local id, epoch
-  if s then id, epoch = string.match(s, '^(%S+ %S+) (%d+)') end
+  if s then
+    local h = #hint
+    if h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == hint then
+      epoch = string.match(s, '^(%d+) %d+$', h + 2)
+      if epoch then return tonumber(epoch), f end
+    end
+    id, epoch = string.match(s, '^(%S+ %S+) (%d+)')
+  end
   if id and id == hint then return tonumber(epoch), f end
   local server = redis.pcall('INFO', 'server')
   local repl = redis.pcall('INFO', 'replication')
