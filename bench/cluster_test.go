@@ -324,8 +324,8 @@ func residue(tb testing.TB, addrs []string, key string) int {
 }
 
 // scriptSources are quorumlock's acquire and release scripts as the library
-// sends them: its lib.lua, a newline, then the script.
-type scriptSources struct{ acquire, release string }
+// sends them: its lib.lua, a newline, then the script; and lib.lua alone.
+type scriptSources struct{ lib, acquire, release string }
 
 // libScripts reads the library's scripts from its source next to this module.
 func libScripts(tb testing.TB) scriptSources {
@@ -336,7 +336,7 @@ func libScripts(tb testing.TB) scriptSources {
 		return string(b)
 	}
 	lib := read("lib.lua")
-	return scriptSources{acquire: lib + "\n" + read("acquire.lua"), release: lib + "\n" + read("release.lua")}
+	return scriptSources{lib: lib, acquire: lib + "\n" + read("acquire.lua"), release: lib + "\n" + read("release.lua")}
 }
 
 // newScriptedFloor is the floor running the library's own scripts.
