@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +59,10 @@ func BenchmarkScriptCost(b *testing.B) {
 		}},
 		{"redsync", pair{nil, redis.NewScript(1, `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)}},
 	}
-	hint := scriptIdentity(b, conn)
+	idPool := NewRedigoPool(addr)
+	hint := identity(redigoMaster{idPool}) // as the scripted floors send it
+	idPool.Close()
+	require.NotEmpty(b, hint, "the master's run_id and master_replid")
 	const prefix = "quorumlock:"
 	ttl := strconv.FormatInt(lockTTL.Milliseconds(), 10)
 	keep := strconv.FormatInt((lockTTL + 10*time.Minute).Milliseconds(), 10)
@@ -116,19 +118,4 @@ func BenchmarkScriptCost(b *testing.B) {
 			require.LessOrEqual(b, left, 2, "every key released: only the floor and its stamp stay")
 		})
 	}
-}
-
-// scriptIdentity is the master's run_id and master_replid, as the library
-// sends them to the acquire script.
-func scriptIdentity(tb testing.TB, conn redis.Conn) string {
-	tb.Helper()
-	var id []string
-	for _, f := range []struct{ section, field string }{{"server", "run_id"}, {"replication", "master_replid"}} {
-		s, err := redis.String(conn.Do("INFO", f.section))
-		require.NoError(tb, err)
-		v := infoFields(s)[f.field]
-		require.NotEmpty(tb, v, "INFO %s has %s", f.section, f.field)
-		id = append(id, v)
-	}
-	return strings.Join(id, " ")
 }
