@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -23,6 +24,7 @@ import (
 // step is one script run of a contract sequence, and what it must answer.
 type step struct {
 	op                  string // acquire, extend, release, fence, inspect, wait (3 ms)
+	key                 string // "k" when empty
 	token, owner, from  string
 	ttl                 time.Duration // 10s when zero
 	rollback, tombstone bool
@@ -123,6 +125,22 @@ var contract = []struct {
 		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new"},
 		{op: "extend", token: "a", owner: "o", ttl: time.Second, extended: scripts.Renewed},
 		{op: "inspect", holder: "owner:o", holds: 1, pttl: "long"},
+	}},
+	{"reentrant: a later hold reports its lock's counter, though another key's grant moved the floor", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new", label: "o"},
+		{op: "acquire", key: "other", token: "x", ok: true, counter: "new"},
+		{op: "acquire", token: "b", owner: "o", ok: true, counter: "=o"},
+	}},
+	{"reentrant: a hold whose attempt was rolled back does not land", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new", label: "o"},
+		{op: "release", token: "b", owner: "o", rollback: true, released: scripts.NotHeld},
+		{op: "acquire", token: "b", owner: "o", pttl: "rolled back"},
+		{op: "inspect", holder: "owner:o", holds: 1, pttl: "live", counter: "=o"},
+	}},
+	{"reentrant: a first hold whose attempt was rolled back does not land", []step{
+		{op: "release", token: "a", owner: "o", rollback: true, released: scripts.NotHeld},
+		{op: "acquire", token: "a", owner: "o", pttl: "rolled back"},
+		{op: "inspect", holder: "", pttl: "no key"},
 	}},
 	{"a plain lock refuses a reentrant acquire, and the other way round", []step{
 		{op: "acquire", token: "a", ok: true, counter: "new"},
@@ -245,7 +263,7 @@ func runContract(t *testing.T, n node, steps []step) {
 		}
 	}
 	for at, s := range steps {
-		req := request{key: "k", token: s.token, owner: s.owner, from: s.from, ttl: s.ttl, keep: time.Minute,
+		req := request{key: cmp.Or(s.key, "k"), token: s.token, owner: s.owner, from: s.from, ttl: s.ttl, keep: time.Minute,
 			rollback: s.rollback, tombstone: s.tombstone}
 		if req.ttl == 0 {
 			req.ttl = 10 * time.Second

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -410,6 +411,14 @@ func TestIntegration_Reentrancy(t *testing.T) {
 		_, err = c.TryLock(ctx, "list", time.Second, opts...)
 		require.ErrorIs(t, err, ErrNotObtained)
 		assert.NotContains(t, err.Error(), "WRONGTYPE")
+	}
+	for _, owner := range []string{"job-1", ""} {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		g, err := c.nodes[0].acquire(ctx, request{key: "list", token: "t", owner: owner, ttl: time.Second, keep: time.Minute})
+		require.NoError(t, err)
+		assert.False(t, g.OK)
+		assert.Equal(t, scripts.Unknown, g.Holder, "a master names the holder of a key of another kind")
 	}
 	n, _ := redis.Int(do(t, srv[0], "LLEN", stored("list")), nil)
 	assert.Equal(t, 1, n, "the foreign key is untouched")
