@@ -372,7 +372,7 @@ hidden byte woff[NC];
 
 /* ----------------------------------------------------------- scripts */
 
-/* lib.lua bump: the count moves one above the floor; with no floor (a master that
+/* acquire.lua's count: the count moves one above the floor; with no floor (a master that
  * restarted empty) it starts from the clock, above every fence before. */
 inline bump(m) {
 	if

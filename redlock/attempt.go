@@ -338,7 +338,7 @@ func (c *Client) settleFence(ctx context.Context, req request, won round, timeou
 const proposalLag = 100 * time.Millisecond
 
 // propose returns this attempt's proposal for a new count, the same for
-// every master (see proposed in internal/scripts/lib.lua): the client's
+// every master (see The proposal in internal/scripts/acquire.lua): the client's
 // clock, proposalLag ago, in the scripts' clock seed units (milliseconds
 // times 1024), and above every proposal the client made before. Masters
 // whose counters for the key are lower take it, so masters that drifted

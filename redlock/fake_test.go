@@ -284,14 +284,14 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 	return scripts.Grant{PTTL: k.until.Sub(now), Holder: k.token}
 }
 
-// count is lib.lua's bump: one above the floor, or the proposal where it
+// count is acquire.lua's count of a grant: one above the floor, or the proposal where it
 // is larger; the floor follows. The caller holds f.mu.
 func (f *fakeNode) count(r request) int64 {
 	f.floor = f.proposed(f.floor+1, r.propose)
 	return f.floor
 }
 
-// proposed is lib.lua's proposed: the proposal p where it is above the
+// proposed is acquire.lua's proposal: the proposal p where it is above the
 // count c, capped at the master's clock seed (its clock, behind the client's
 // by f.behind, in milliseconds times 1024).
 func (f *fakeNode) proposed(c, p int64) int64 {

@@ -44,7 +44,8 @@ type options struct {
 	// fenceKeep is how long a key's fencing counter outlives its lock. A
 	// counter dropped after it is counted again from the master's fence
 	// floor, which is at least every fence the master ever counted (see
-	// bump in internal/scripts/lib.lua), so the next fence is still larger.
+	// the count in internal/scripts/acquire.lua), so the next fence is still
+	// larger.
 	fenceKeep time.Duration
 	namespace string
 	// trustEviction and trustUnreadable let masters vote that the guard

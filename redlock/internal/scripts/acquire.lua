@@ -8,7 +8,8 @@
 -- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
 -- where it holds the key, the key passes to this token at once, never free
 -- in between,
--- ARGV[6] the client's proposal for a new count, or '' (see proposed),
+-- ARGV[6] the client's proposal for a new count, or '' (see The proposal
+-- below),
 -- ARGV[7] the master's identity as the client knows it, or '' (see
 -- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
@@ -19,78 +20,142 @@
 local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, ttl, owner, keep, from, propose, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
--- holderOf names who holds a key this request may not take: the token of a
--- plain lock, "owner:<owner>" of a reentrant one, '?' for a key of another
--- kind.
-local function holderOf(lock)
-  local kind = redis.call('TYPE', lock).ok
-  if kind == 'string' then return redis.call('GET', lock) end
-  local owner = kind == 'hash' and redis.call('HGET', lock, 'owner')
-  if owner then return 'owner:' .. owner end
-  return '?'
-end
-
--- voided: the attempt was rolled back before this request arrived, so it
--- must not land. Checked only where the request would change something.
-local function voided()
-  return redis.call('EXISTS', void) == 1
-end
-
--- grant counts a grant (see bump), after reading the tombstone, the stamp
--- and the floor in one call. It returns nil when the tombstone is there.
-local function grant()
-  local r = redis.call('MGET', void, stamp, floor)
-  if r[1] then return nil end
-  local epoch, f = fenceEpoch(stamp, floor, hint, r[2], tonumber(r[3]))
-  return bump(ckey, floor, keep, epoch, propose, f, owner)
-end
-
--- current is the count of a grant made here before: a retried request's,
--- or the grant of a reentrant lock the owner holds (see counter).
-local function current()
-  local r = redis.call('MGET', stamp, ckey, floor)
-  local epoch, f = fenceEpoch(stamp, floor, hint, r[1], tonumber(r[3]))
-  local record = r[2]
-  if owner == '' then record = nil end -- a plain lock keeps none
-  return counter(record, f, epoch)
-end
-
+-- The script runs top to bottom, with no functions of its own, and makes
+-- lib's only off its common path: a master makes a script's functions anew
+-- on every run (see lib.lua).
+--
+-- First, what this request does on the key: 'grant' counts a new grant (a
+-- plain lock's key was free and is now taken, or a reentrant lock's key is
+-- free), 'take' counts a new grant and takes a plain lock's key over from
+-- ARGV[5], 'again' reports a grant made here before (a retried request that
+-- already took effect, or a new hold on a reentrant lock of this owner).
+-- Any other request is refused.
+local act, holder, kind
 if owner == '' then
   if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-    local c = grant()
-    if not c then
-      redis.call('DEL', lock)
-      return {0, -3}
+    act = 'grant'
+  else
+    holder = redis.pcall('GET', lock)
+    if from ~= '' and holder == from then
+      act = 'take'
+    elseif holder == token then
+      act = 'again'
     end
-    return {1, c}
   end
-  local v = redis.pcall('GET', lock)
-  if from ~= '' and v == from then
-    local c = grant()
-    if not c then return {0, -3, v} end
-    redis.call('SET', lock, token, 'PX', ttl)
-    return {1, c, 1}
+else
+  kind = redis.call('TYPE', lock).ok
+  if kind == 'none' then
+    act = 'grant'
+  elseif kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
+    act = 'again'
   end
-  -- A retried request that already took effect here.
-  if v == token then
-    return {1, current()}
-  end
-  if type(v) ~= 'string' then v = holderOf(lock) end
-  return {0, redis.call('PTTL', lock), v}
 end
 
-local kind = redis.call('TYPE', lock).ok
-if kind == 'none' then
-  local c = grant()
-  if not c then return {0, -3} end
+if not act then
+  -- Refused: name the holder, the token of a plain lock, "owner:<owner>" of
+  -- a reentrant one, '?' for a key of another kind.
+  if type(holder) ~= 'string' then
+    kind = kind or redis.call('TYPE', lock).ok
+    holder = kind == 'hash' and redis.call('HGET', lock, 'owner')
+    if kind == 'string' then
+      holder = redis.call('GET', lock)
+    elseif holder then
+      holder = 'owner:' .. holder
+    else
+      holder = '?'
+    end
+  end
+  return {0, redis.call('PTTL', lock), holder}
+end
+
+-- Read the tombstone, the stamp, the fence record and the floor in one
+-- call. A tombstone means the attempt was rolled back before this request
+-- arrived, so it must not land: where it took a free key, the key is freed
+-- again. A retried plain request that already took effect changes nothing,
+-- and is not refused.
+local r = redis.call('MGET', void, stamp, ckey, floor)
+if r[1] and (act ~= 'again' or owner ~= '') then
+  if act == 'grant' and owner == '' then redis.call('DEL', lock) end
+  if act == 'take' then return {0, -3, holder} end
+  return {0, -3}
+end
+
+-- The epoch the fence data counts in: the stamp's, when the stamp names the
+-- master as the client knows it (the common case: see Cost in fenceEpoch),
+-- else what fenceEpoch finds. L holds lib's functions once a path needed
+-- them.
+local L
+local s, f, h, epoch = r[2], tonumber(r[4]), #hint, nil
+if s and h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == hint then
+  epoch = tonumber(string.match(s, '^(%d+) %d+$', h + 2))
+end
+if not epoch then
+  L = lib()
+  epoch, f = L.fenceEpoch(stamp, floor, hint, s, f)
+end
+
+if act == 'again' then
+  if owner ~= '' then
+    redis.call('HSET', lock, 'hold:' .. token, 1)
+    if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
+  end
+  L = L or lib()
+  local record = r[3]
+  if owner == '' then record = nil end -- a plain lock keeps none
+  return {1, L.counter(record, f, epoch)}
+end
+
+-- Count the grant: one above everything this node ever counted (its floor,
+-- at least the epoch; the clock seed when it has none), or the client's
+-- proposal where that is larger; the floor follows the count. A reentrant
+-- lock's grant also records its count in ckey, for keep ms, which the
+-- lock's later holds report (see counter); a plain lock keeps no record.
+-- With the MGET above, a plain grant costs one call, the floor's SET, and
+-- TIME when the proposal is above the floor (about once a millisecond).
+--
+-- The proposal. Each master counts on its own, so the masters of a quorum
+-- can name different counters for one grant, and the client must then
+-- raise the lagging ones to the fence it chose (fence.lua): an extra script
+-- run per lagging master. Every client proposes, for each attempt, one
+-- number from its clock (the same to every master); a master whose count is
+-- below the proposal takes the proposal, capped at its own clock seed.
+-- Masters whose counters agreed before still agree, and masters that
+-- drifted apart meet again at the proposal.
+--
+-- Safety. A master's next count only has to be above every count it made
+-- before for the key (see fence.go): a proposal is taken only when it is
+-- larger, so that still holds. The cap keeps the clock seed's promise (see
+-- clockSeed and fenceEpoch): no count is above the clock seed of the master
+-- that made it, at the time it made it, so a master that lost its data
+-- still starts above every fence handed out before. A proposal that is not
+-- a number, or not above the count, changes nothing.
+if f and f < epoch then f = epoch end
+local c
+if f then
+  c = f + 1
+else
+  L = L or lib()
+  c = L.clockSeed() + 1
+end
+local p = tonumber(propose)
+if p and p > c then
+  L = L or lib()
+  p = math.min(p, L.clockSeed())
+  if p > c then c = p end
+end
+if f then
+  redis.call('SET', floor, string.format('%d', c))
+else
+  L.raiseFloor(floor, c, f)
+end
+if owner ~= '' then redis.call('SET', ckey, string.format('%d', c), 'PX', keep) end
+
+if act == 'take' then
+  redis.call('SET', lock, token, 'PX', ttl)
+  return {1, c, 1}
+end
+if owner ~= '' then
   redis.call('HSET', lock, 'owner', owner, 'hold:' .. token, 1)
   redis.call('PEXPIRE', lock, ttl)
-  return {1, c}
 end
-if kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
-  if voided() then return {0, -3} end
-  redis.call('HSET', lock, 'hold:' .. token, 1)
-  if redis.call('PTTL', lock) < tonumber(ttl) then redis.call('PEXPIRE', lock, ttl) end
-  return {1, current()}
-end
-return {0, redis.call('PTTL', lock), holderOf(lock)}
+return {1, c}

@@ -8,5 +8,5 @@
 local lock, ckey, floor = KEYS[1], KEYS[2], KEYS[3]
 local token, owner, fence, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if not held(lock, token, owner) then return 0 end
-raiseCounter(ckey, floor, fence, keep, owner)
+lib().raiseCounter(ckey, floor, fence, keep, owner)
 return 1

@@ -3,6 +3,13 @@
 -- "hold:<token>" exists per hold. Fences are whole numbers near 2^50; they
 -- are written back through int(), so that none depends on how Lua would
 -- print a number (its tostring gives 1.8e+15).
+--
+-- A master makes a script's functions anew on every run of the script, and
+-- on the lock's busiest scripts that cost more than the lock's own work. So
+-- only held, which is small, is made on every run; the other functions are
+-- made by lib() when a script's path needs them (local L = lib(), then
+-- L.fenceEpoch and so on), and acquire.lua and release.lua make none on
+-- their common path.
 
 -- held reports whether this token (and owner, for a reentrant lock) holds
 -- lock. A key of another type is not held: pcall turns WRONGTYPE into a
@@ -15,191 +22,149 @@ local function held(lock, token, owner)
     and redis.call('HEXISTS', lock, 'hold:' .. token) == 1
 end
 
-local function int(n)
-  return string.format('%d', n)
-end
-
--- clockSeed is where a node with no floor starts: its clock, in milliseconds
--- times 1024. A node without a floor is new or lost its data; the seed is
--- above anything it can have counted before, as long as it hands out fewer
--- than 1024 fences per millisecond and its clock agrees with the other
--- masters' within the restart guard window.
-local function clockSeed()
-  local t = redis.call('TIME')
-  return (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
-end
-
--- The node's fence floor is a string key holding a whole number: at least
--- every fence the node ever counted. Scripts read it with the other keys
--- they need in one MGET, which gives nil for a key that is missing or of
--- another type; callers pass what they read as f, a number or nil.
---
--- raiseFloor raises the floor to c, and returns the floor's value after. A
--- floor that is missing or unreadable (a sorted set, as earlier versions of
--- the library kept it) is set to c or the clock seed, whichever is larger:
--- the seed is above everything the node counted before (see clockSeed), so
--- the floor keeps its promise whatever it held.
-local function raiseFloor(floor, c, f)
-  if f and f >= c then return f end
-  if not f then c = math.max(c, clockSeed()) end
-  redis.call('SET', floor, int(c))
-  return c
-end
-
--- raiseCounter raises the node's floor to fence, so that every later count
--- here is above it, and for a reentrant lock (owner not '') its record
--- ckey, creating it for keep ms if it is gone, so that its later holds
--- report at least fence. It never lowers either.
-local function raiseCounter(ckey, floor, fence, keep, owner)
-  fence = tonumber(fence)
-  if owner == '' then
-    raiseFloor(floor, fence, tonumber(redis.call('MGET', floor)[1]))
-    return
+-- lib makes the functions of the fence floor, the clock seed and the fence
+-- epoch, and returns them.
+local function lib()
+  local function int(n)
+    return string.format('%d', n)
   end
-  local r = redis.call('MGET', ckey, floor)
-  local c = tonumber(r[1])
-  if not r[1] then
-    redis.call('SET', ckey, int(fence), 'PX', keep)
-  elseif not c or c < fence then
-    redis.call('SET', ckey, int(fence), 'KEEPTTL')
-  end
-  raiseFloor(floor, fence, tonumber(r[2]))
-end
 
--- fenceEpoch makes sure the node's fence data was counted by this very
--- server, and returns the epoch it counts in: a counter at or below the epoch
--- is stale. stamp is the key that names who counted, hint is the identity
--- ("<run_id> <master_replid>") the client last read from this master, or ''.
---
--- Why. Fences rest on every master keeping its counters (see fence.go). A
--- master's data can be replaced by an older copy without the master being
--- empty: a replica promoted in a failover holds what had reached it, which
--- may lack the last grants and fence raises; a restart reloads an RDB or AOF
--- file, which may be older than the last writes. Its counters for a key can
--- then be below a fence already handed out, and a later quorum that meets
--- the earlier one only there would hand out a smaller fence. Keeping the
--- node out of the quorum for a while does not help: the counters stay old.
---
--- How. The stamp holds "<run_id> <master_replid> <epoch> <uptime>", written
--- with redis.set_repl(redis.REPL_NONE): it never reaches a replica through
--- replication, nor the AOF. A copy can still travel in an RDB file (a full
--- sync, a restart), but it then names another process: run_id is new for
--- every process start, and master_replid changes when a replica is promoted
--- (also when a demoted master that kept its data is promoted again). So a
--- stamp that names this master's run_id and master_replid was written by
--- this master, on its own data, and every write since went through it. On
--- any other stamp, or none, the master starts a new epoch: its clock seed,
--- as a master that lost its data does. The floor is raised to it, and a key
--- counter at or below it is treated as absent: its next fence comes from
--- the floor. All of that takes effect before any counter is read.
---
--- Proof that fences keep growing across such a replacement. Say fence f was
--- handed out for a key before master m's data was replaced, and m then grants
--- the key in a quorum Q. Before m's counter counts, the first script on the
--- new data finds a stamp that does not name it and starts epoch E, the clock
--- seed at that moment. Every fence handed out before then, f included, was
--- counted on some master from a clock seed plus fewer than 1024 per
--- millisecond, so it is below E as long as m's clock is not behind that
--- master's by more than the time between the two. After the reseed m's floor
--- is >= E and its counters for the key are > E: INCR of a counter > E, or
--- the floor's next value. So m reports more than f, and Q's fence, the
--- largest of Q's counters, is > f. Masters whose data was not replaced are
--- covered by the argument in fence.go. A reseed only ever makes fences
--- jump, so one done where none was needed (a replication ID changed after a
--- replica was gone an hour, say) is harmless.
---
--- Cost. The caller reads the stamp (s, false when there is none) and the
--- floor (f, see raiseFloor) with the other keys it needs, in one MGET; the
--- stamp is compared with the client's hint, first as a prefix followed by
--- the stamp's two numbers, which costs half a full parse of the stamp (and
--- means the same: the hint's identity is the stamp's two first words, as
--- the rest of the stamp is exactly two numbers). Only when
--- the two differ (a new connection, a new master, no hint) does the script
--- read INFO itself. If INFO is denied to the client's user, the script
--- cannot tell and returns epoch 0: nothing is stale. The client does not
--- let such a master vote unless told to trust it.
---
--- It returns the epoch and the floor's value after (f, or the epoch where a
--- new epoch raised it).
-local function fenceEpoch(stamp, floor, hint, s, f)
-  local id, epoch
-  if s then
-    local h = #hint
-    if h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == hint then
-      epoch = string.match(s, '^(%d+) %d+$', h + 2)
-      if epoch then return tonumber(epoch), f end
+  -- clockSeed is where a node with no floor starts: its clock, in milliseconds
+  -- times 1024. A node without a floor is new or lost its data; the seed is
+  -- above anything it can have counted before, as long as it hands out fewer
+  -- than 1024 fences per millisecond and its clock agrees with the other
+  -- masters' within the restart guard window.
+  local function clockSeed()
+    local t = redis.call('TIME')
+    return (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1024
+  end
+
+  -- The node's fence floor is a string key holding a whole number: at least
+  -- every fence the node ever counted. Scripts read it with the other keys
+  -- they need in one MGET, which gives nil for a key that is missing or of
+  -- another type; callers pass what they read as f, a number or nil.
+  --
+  -- raiseFloor raises the floor to c, and returns the floor's value after. A
+  -- floor that is missing or unreadable (a sorted set, as earlier versions of
+  -- the library kept it) is set to c or the clock seed, whichever is larger:
+  -- the seed is above everything the node counted before (see clockSeed), so
+  -- the floor keeps its promise whatever it held.
+  local function raiseFloor(floor, c, f)
+    if f and f >= c then return f end
+    if not f then c = math.max(c, clockSeed()) end
+    redis.call('SET', floor, int(c))
+    return c
+  end
+
+  -- raiseCounter raises the node's floor to fence, so that every later count
+  -- here is above it, and for a reentrant lock (owner not '') its record
+  -- ckey, creating it for keep ms if it is gone, so that its later holds
+  -- report at least fence. It never lowers either.
+  local function raiseCounter(ckey, floor, fence, keep, owner)
+    fence = tonumber(fence)
+    if owner == '' then
+      raiseFloor(floor, fence, tonumber(redis.call('MGET', floor)[1]))
+      return
     end
-    id, epoch = string.match(s, '^(%S+ %S+) (%d+)')
+    local r = redis.call('MGET', ckey, floor)
+    local c = tonumber(r[1])
+    if not r[1] then
+      redis.call('SET', ckey, int(fence), 'PX', keep)
+    elseif not c or c < fence then
+      redis.call('SET', ckey, int(fence), 'KEEPTTL')
+    end
+    raiseFloor(floor, fence, tonumber(r[2]))
   end
-  if id and id == hint then return tonumber(epoch), f end
-  local server = redis.pcall('INFO', 'server')
-  local repl = redis.pcall('INFO', 'replication')
-  if type(server) ~= 'string' or type(repl) ~= 'string' then return 0, f end
-  local run = string.match(server, 'run_id:(%x+)')
-  local up = string.match(server, 'uptime_in_seconds:(%d+)')
-  local replid = string.match(repl, 'master_replid:(%x+)')
-  if not run or not up or not replid or string.match(repl, 'role:(%a+)') ~= 'master' then
-    return 0, f
+
+  -- fenceEpoch makes sure the node's fence data was counted by this very
+  -- server, and returns the epoch it counts in: a counter at or below the epoch
+  -- is stale. stamp is the key that names who counted, hint is the identity
+  -- ("<run_id> <master_replid>") the client last read from this master, or ''.
+  --
+  -- Why. Fences rest on every master keeping its counters (see fence.go). A
+  -- master's data can be replaced by an older copy without the master being
+  -- empty: a replica promoted in a failover holds what had reached it, which
+  -- may lack the last grants and fence raises; a restart reloads an RDB or AOF
+  -- file, which may be older than the last writes. Its counters for a key can
+  -- then be below a fence already handed out, and a later quorum that meets
+  -- the earlier one only there would hand out a smaller fence. Keeping the
+  -- node out of the quorum for a while does not help: the counters stay old.
+  --
+  -- How. The stamp holds "<run_id> <master_replid> <epoch> <uptime>", written
+  -- with redis.set_repl(redis.REPL_NONE): it never reaches a replica through
+  -- replication, nor the AOF. A copy can still travel in an RDB file (a full
+  -- sync, a restart), but it then names another process: run_id is new for
+  -- every process start, and master_replid changes when a replica is promoted
+  -- (also when a demoted master that kept its data is promoted again). So a
+  -- stamp that names this master's run_id and master_replid was written by
+  -- this master, on its own data, and every write since went through it. On
+  -- any other stamp, or none, the master starts a new epoch: its clock seed,
+  -- as a master that lost its data does. The floor is raised to it, and a key
+  -- counter at or below it is treated as absent: its next fence comes from
+  -- the floor. All of that takes effect before any counter is read.
+  --
+  -- Proof that fences keep growing across such a replacement. Say fence f was
+  -- handed out for a key before master m's data was replaced, and m then grants
+  -- the key in a quorum Q. Before m's counter counts, the first script on the
+  -- new data finds a stamp that does not name it and starts epoch E, the clock
+  -- seed at that moment. Every fence handed out before then, f included, was
+  -- counted on some master from a clock seed plus fewer than 1024 per
+  -- millisecond, so it is below E as long as m's clock is not behind that
+  -- master's by more than the time between the two. After the reseed m's floor
+  -- is >= E and its counters for the key are > E: INCR of a counter > E, or
+  -- the floor's next value. So m reports more than f, and Q's fence, the
+  -- largest of Q's counters, is > f. Masters whose data was not replaced are
+  -- covered by the argument in fence.go. A reseed only ever makes fences
+  -- jump, so one done where none was needed (a replication ID changed after a
+  -- replica was gone an hour, say) is harmless.
+  --
+  -- Cost. The caller reads the stamp (s, false when there is none) and the
+  -- floor (f, see raiseFloor) with the other keys it needs, in one MGET, and
+  -- first compares the stamp with the client's hint itself (acquire.lua):
+  -- when the stamp is the hint followed by exactly two numbers, the hint's
+  -- identity is the stamp's, and the epoch is the first number, with no
+  -- function made or called. fenceEpoch is the rest: it parses the stamp in
+  -- full, and only when the stamp names another server or none (a new
+  -- connection, a new master, no hint) does it read INFO. If INFO is denied
+  -- to the client's user, the script cannot tell and returns epoch 0:
+  -- nothing is stale. The client does not let such a master vote unless
+  -- told to trust it.
+  --
+  -- It returns the epoch and the floor's value after (f, or the epoch where a
+  -- new epoch raised it).
+  local function fenceEpoch(stamp, floor, hint, s, f)
+    local id, epoch
+    if s then id, epoch = string.match(s, '^(%S+ %S+) (%d+)') end
+    if id and id == hint then return tonumber(epoch), f end
+    local server = redis.pcall('INFO', 'server')
+    local repl = redis.pcall('INFO', 'replication')
+    if type(server) ~= 'string' or type(repl) ~= 'string' then return 0, f end
+    local run = string.match(server, 'run_id:(%x+)')
+    local up = string.match(server, 'uptime_in_seconds:(%d+)')
+    local replid = string.match(repl, 'master_replid:(%x+)')
+    if not run or not up or not replid or string.match(repl, 'role:(%a+)') ~= 'master' then
+      return 0, f
+    end
+    local self = run .. ' ' .. replid
+    if id == self then return tonumber(epoch), f end
+    local e = clockSeed()
+    f = raiseFloor(floor, e, f)
+    redis.set_repl(redis.REPL_NONE)
+    redis.call('SET', stamp, self .. ' ' .. int(e) .. ' ' .. up)
+    redis.set_repl(redis.REPL_ALL)
+    return e, f
   end
-  local self = run .. ' ' .. replid
-  if id == self then return tonumber(epoch), f end
-  local e = clockSeed()
-  f = raiseFloor(floor, e, f)
-  redis.set_repl(redis.REPL_NONE)
-  redis.call('SET', stamp, self .. ' ' .. int(e) .. ' ' .. up)
-  redis.set_repl(redis.REPL_ALL)
-  return e, f
-end
 
--- proposed returns the count c, or the client's proposal p when p is larger,
--- as long as p is not above this master's clock seed: the clock caps it.
---
--- Why. Each master counts on its own, so the masters of a quorum can name
--- different counters for one grant, and the client must then raise the
--- lagging ones to the fence it chose (fence.lua): an extra script run per
--- lagging master. Every client proposes, for each attempt, one number from
--- its clock (the same to every master); a master whose count is below the
--- proposal takes the proposal. Masters whose counters agreed before still
--- agree, and masters that drifted apart meet again at the proposal.
---
--- Safety. A master's next count only has to be above every count it made
--- before for the key (see fence.go): a proposal is taken only when it is
--- larger, so that still holds. The cap keeps the clock seed's promise (see
--- clockSeed and fenceEpoch): no count is above the clock seed of the master
--- that made it, at the time it made it, so a master that lost its data
--- still starts above every fence handed out before. A proposal that is not
--- a number, or not above c, changes nothing.
-local function proposed(c, p)
-  p = tonumber(p)
-  if not p or p <= c then return c end
-  local seed = clockSeed()
-  if p > seed then p = seed end
-  if p > c then return p end
-  return c
-end
+  -- counter returns the count of a grant made here before: a reentrant lock's
+  -- record c (as read) while it is from this epoch, else the node's floor f,
+  -- which is at least that count, or the clock seed if the node has no floor.
+  local function counter(c, f, epoch)
+    c = tonumber(c)
+    if c and c > epoch then return c end
+    if f and f > epoch then return f end
+    return math.max(epoch, clockSeed())
+  end
 
--- bump counts a grant: one above everything this node ever counted (its
--- floor f, as the caller read it, after fenceEpoch; the clock seed when it
--- has none), or the client's proposal p where that is larger (see
--- proposed); the floor follows the count. A reentrant lock's grant (owner
--- not '') also records its count in ckey, for keep ms, which the lock's
--- later holds report (see counter); a plain lock keeps no record. With the
--- caller's MGET, a plain grant costs one call, the floor's SET, and TIME
--- when the proposal is above the floor.
-local function bump(ckey, floor, keep, epoch, p, f, owner)
-  if f and f < epoch then f = epoch end
-  local c = proposed((f or clockSeed()) + 1, p)
-  raiseFloor(floor, c, f)
-  if owner ~= '' then redis.call('SET', ckey, int(c), 'PX', keep) end
-  return c
-end
-
--- counter returns the count of a grant made here before: a reentrant lock's
--- record c (as read) while it is from this epoch, else the node's floor f,
--- which is at least that count, or the clock seed if the node has no floor.
-local function counter(c, f, epoch)
-  c = tonumber(c)
-  if c and c > epoch then return c end
-  if f and f > epoch then return f end
-  return math.max(epoch, clockSeed())
+  return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter,
+    fenceEpoch = fenceEpoch, counter = counter}
 end
