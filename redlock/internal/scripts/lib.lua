@@ -1,15 +1,15 @@
 -- Shared by every script. A plain lock is a string holding the token. A
 -- reentrant lock is a hash: field "owner" names the owner and one field
 -- "hold:<token>" exists per hold. Fences are whole numbers near 2^50; they
--- are written back through int(), so that none depends on how Lua would
--- print a number (its tostring gives 1.8e+15).
+-- are written back as string.format('%d', n) (int below), so that none
+-- depends on how Lua would print a number (its tostring gives 1.8e+15).
 --
 -- A master makes a script's functions anew on every run of the script, and
 -- on the lock's busiest scripts that cost more than the lock's own work. So
--- only held, which is small, is made on every run; the other functions are
--- made by lib() when a script's path needs them (local L = lib(), then
--- L.fenceEpoch and so on), and acquire.lua and release.lua make none on
--- their common path.
+-- only held and lib are made on every run; the other functions are made by
+-- lib() when a script's path needs them (local L = lib(), then
+-- L.fenceEpoch and so on), and acquire.lua and release.lua call it only
+-- off their common path.
 
 -- held reports whether this token (and owner, for a reentrant lock) holds
 -- lock. A key of another type is not held: pcall turns WRONGTYPE into a
