@@ -28,8 +28,9 @@ type round struct{ res *fanout.Result[ask] }
 
 // ask is one master's answer to the acquire script in a round.
 type ask struct {
-	grant scripts.Grant
-	err   error // why the master failed; nil when it granted or refused
+	grant  scripts.Grant
+	err    error // why the master failed; nil when it granted or refused
+	unsent bool  // the acquire was never sent (err says why): nothing of it can land
 }
 
 // answer returns master i's answer and vote, and false while it is not in.
@@ -172,7 +173,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // acquireRound fans the acquire script out once. On each master it first
 // waits for the requests of after (a hand-over waits for every request of
 // the lock it takes over, as a release does); where they have all returned
-// already (the common case), the acquire goes out at once.
+// already (the common case), the acquire goes out at once. Where one of
+// them got no reply, the hand-over's acquire is not sent there: it answers
+// errTrailUnsure (see Lock.handOver).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
@@ -186,8 +189,12 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			}
 			go func() {
 				if after != nil {
-					if _, err := after.settle(ctx, i); err != nil {
-						n.Answer(ask{err: err}, fanout.No, c.nodeErr(i, err))
+					unsure, err := after.settle(ctx, i)
+					if err == nil && unsure {
+						err = errTrailUnsure
+					}
+					if err != nil {
+						n.Answer(ask{err: err, unsent: true}, fanout.No, c.nodeErr(i, err))
 						return
 					}
 				}

@@ -99,3 +99,8 @@ func timedOut(err error) bool {
 }
 
 var errNoReply = errors.New("no reply within the node timeout")
+
+// errTrailUnsure is a hand-over's answer from a master where a request of
+// the lock it takes over got no reply: that request may still land, so the
+// hand-over is not sent there, and the lock is released there instead.
+var errTrailUnsure = errors.New("not handed over here: a request of the lock being handed over got no reply and may still land")

@@ -192,6 +192,13 @@ func (f *fakeNode) holdsToken(key, token string) bool {
 	return k != nil && (k.token == token || k.holds[token])
 }
 
+// voidedToken reports whether the master keeps a tombstone for token.
+func (f *fakeNode) voidedToken(token string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.voided[token]
+}
+
 func (k *fakeKey) heldBy(r request) bool {
 	if r.owner == "" {
 		return k.owner == "" && k.token == r.token

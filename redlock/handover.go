@@ -11,15 +11,17 @@ import "context"
 // released on the masters that did not take it (see
 // releaseWhereNotTaken). A lock past its validity is not handed over: its
 // Release must report it.
+//
+// Each master is handed over on its own, as a release would be: the
+// waiter's acquire goes to a master once every request of this lock's
+// trail there has returned (acquireRound), and not at all where one of
+// them got no reply, since that request may still land. Such a master
+// votes no, and releaseWhereNotTaken releases this lock there, leaving the
+// tombstone that turns the late request away. So a master that is slow,
+// or lost a request, holds up only itself, never the hand-over on the
+// others.
 func (l *Lock) handOver(ctx context.Context) handOverResult {
 	if l.req.owner != "" || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
-		// Nobody here to hand over to: the release, which waits on each
-		// master for that master's requests only, need not wait for them all.
-		return notHandedOver
-	}
-	if l.trail.unsure() {
-		// A request of this lock that got no reply may still land: only a
-		// release leaves the tombstone that turns it away.
 		return notHandedOver
 	}
 	c := l.c

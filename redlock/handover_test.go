@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,6 +36,16 @@ func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, ke
 		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
 	}, 5*time.Second, 100*time.Microsecond, "the waiter never parked")
 	return out
+}
+
+// allHold reports whether every one of fakes holds key for token.
+func allHold(fakes []*fakeNode, key, token string) bool {
+	for _, f := range fakes {
+		if !f.holdsToken(key, token) {
+			return false
+		}
+	}
+	return true
 }
 
 // heldOnFakes returns a client over five fake masters, whose waiters
@@ -218,20 +229,92 @@ func TestHandOver_MasterThatFailedItIsReleased(t *testing.T) {
 	require.NoError(t, a.Release(context.Background()))
 	r := <-out
 	require.NoError(t, r.err)
-	assert.Eventually(t, func() bool {
-		for _, f := range fakes[:4] {
-			if !f.holdsToken("k", r.l.Token()) {
-				return false
-			}
-		}
-		return true
-	}, 2*time.Second, time.Millisecond, "masters 0 to 3 took the hand-over")
+	assert.Eventually(t, func() bool { return allHold(fakes[:4], "k", r.l.Token()) },
+		2*time.Second, time.Millisecond, "masters 0 to 3 took the hand-over")
 	assert.Eventually(t, func() bool { return !fakes[4].holdsToken("k", a.Token()) }, 2*time.Second, time.Millisecond,
 		"master 4 still holds the old token after the hand-over")
 	for i, f := range fakes[:4] {
 		assert.NotContains(t, f.callsOf("release"), a.Token(), "master %d: the key was handed on, not released", i)
 	}
 	require.NoError(t, r.l.Release(context.Background()))
+	require.NoError(t, c.Close())
+	assert.Equal(t, 5, countEmpty(fakes, "k"))
+}
+
+// A master whose request of the lock is still out holds up only itself: the
+// lock is handed over on the others at once, and on that master, once the
+// request has returned without a reply (it may still land), nothing is
+// handed over and the old lock is released, leaving its tombstone.
+func TestHandOver_SlowMasterHoldsUpOnlyItself(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	fakes[4].setMode(hang) // answers only at its deadline, on the fake clock
+	a, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err, "masters 0 to 3 are a quorum")
+	require.Eventually(t, func() bool { return len(fakes[4].callsOf("acquire")) == 1 }, 2*time.Second, 100*time.Microsecond)
+	fakes[4].setMode(healthy) // for the requests that follow
+	out := waitFor(t, context.Background(), c, fakes, "k")
+	// Half the node timeout (50 ms) later: the hand-over's requests have
+	// time left when master 4's request of the old lock times out.
+	clk.Advance(25 * time.Millisecond)
+
+	released := make(chan error, 1)
+	go func() { released <- a.Release(context.Background()) }()
+	var r lockResult
+	select {
+	case r = <-out:
+	case <-time.After(5 * time.Second):
+		clk.Advance(time.Second) // let the Release end
+		t.Fatal("the hand-over waited for master 4, whose request answers only when the clock moves")
+	}
+	require.NoError(t, <-released)
+	require.NoError(t, r.err)
+	_, returned := a.trail.settled(4)
+	assert.False(t, returned, "the lock was handed over while master 4 still had its request")
+	assert.Eventually(t, func() bool { return allHold(fakes[:4], "k", r.l.Token()) },
+		2*time.Second, time.Millisecond, "masters 0 to 3 took the hand-over")
+
+	clk.Advance(30 * time.Millisecond) // master 4's request of the old lock returns without a reply, and lands
+	assert.Eventually(t, func() bool { return slices.Contains(fakes[4].callsOf("release"), a.Token()) },
+		2*time.Second, time.Millisecond, "the old lock was not released on master 4")
+	assert.False(t, fakes[4].holdsToken("k", a.Token()), "master 4 still holds the old token")
+	assert.True(t, fakes[4].voidedToken(a.Token()), "master 4 has no tombstone for the old token's late request")
+	assert.NotContains(t, fakes[4].callsOf("acquire"), r.l.Token(), "the hand-over was sent to master 4")
+
+	// Nothing of the new lock went to master 4, so nothing of it can land
+	// there: its own hand-over goes to master 4 again.
+	before := make([]int, len(fakes))
+	for i, f := range fakes {
+		before[i] = len(f.callsOf("acquire"))
+	}
+	next := make(chan lockResult, 1)
+	go func() {
+		l, err := c.Lock(context.Background(), "k", time.Second)
+		next <- lockResult{l, err}
+	}()
+	require.Eventually(t, func() bool { // parked, as waitFor has it
+		for i, f := range fakes {
+			if len(f.callsOf("acquire")) != before[i]+2 {
+				return false
+			}
+		}
+		c.hub.mu.Lock()
+		defer c.hub.mu.Unlock()
+		q := c.hub.queues["k"]
+		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
+	}, 5*time.Second, 100*time.Microsecond, "the second waiter never parked")
+	require.NoError(t, r.l.Release(context.Background()))
+	var r2 lockResult
+	select {
+	case r2 = <-next:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second hand-over did not happen")
+	}
+	require.NoError(t, r2.err)
+	assert.Contains(t, fakes[4].callsOf("acquire"), r2.l.Token(),
+		"the second hand-over skipped master 4, where the lock it took over had sent nothing")
+	assert.Eventually(t, func() bool { return allHold(fakes, "k", r2.l.Token()) },
+		2*time.Second, time.Millisecond, "every master took the second hand-over")
+	require.NoError(t, r2.l.Release(context.Background()))
 	require.NoError(t, c.Close())
 	assert.Equal(t, 5, countEmpty(fakes, "k"))
 }

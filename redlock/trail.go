@@ -12,9 +12,10 @@ import (
 // release or a hand-over of the lock on a master first waits until all of
 // them have returned, so that none can land after it on a connection of
 // its own. A request that returned without a reply (a timeout, a dropped
-// connection) may still be on its way; on that master the release leaves
-// the token's tombstone, which the acquire script obeys, so it cannot land
-// either. A released token therefore never comes back.
+// connection) may still be on its way; on that master a hand-over is not
+// sent, and the release leaves the token's tombstone, which the acquire
+// script obeys, so it cannot land either. A released token therefore never
+// comes back.
 type trail struct {
 	mu   sync.Mutex
 	sent [][]sentRequest
@@ -42,7 +43,7 @@ func (r roundRequest) returned() bool { return r.Returned() }
 
 func (r roundRequest) noReply() bool {
 	rep, _ := r.Reply()
-	return rep.Value.err != nil
+	return rep.Value.err != nil && !rep.Value.unsent
 }
 
 // retakeRequest is a retake sent to one master.
@@ -150,16 +151,4 @@ func (t *trail) of(i int) []sentRequest {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sent[i]
-}
-
-// unsure waits until every request recorded has returned, and reports
-// whether any of them got no reply, on any master. Each is bounded by the
-// node timeout.
-func (t *trail) unsure() bool {
-	for i := range t.sent {
-		if u, _ := t.settle(context.Background(), i); u {
-			return true
-		}
-	}
-	return false
 }
