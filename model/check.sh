@@ -80,6 +80,8 @@ runs_quick=(
 	"distrusted-master-votes|control|$DISTRUST|VETO=0 EXTEND=0 NE=0|1|property 1"
 	"hand-over-without-waiting|finding|$HANDOFF|HO_WAIT=0|8|property 4"
 	"hand-over-without-fall-back|control|$HANDOFF|HO_WAIT=2|8|property 4"
+	"hand-over-sent-where-unsure|control|$HANDOFF|HO_WAIT=4|8|property 4"
+	"hand-over-release-without-tombstone|control|$HANDOFF|HO_WAIT=5|8|property 4"
 )
 runs_deep=(
 	"restart-every-kind|check|$RESTARTX||31|no violation"

@@ -122,12 +122,19 @@ SWITCH RB_TOMB = 1;     /* a roll-back leaves its tombstone also where it delete
 SWITCH REL_WAIT = 1;    /* a release waits, on each master, for the lock's trail (its
                            rounds and retakes), and leaves a tombstone where one of
                            them went unanswered */
-SWITCH HO_WAIT = 1;     /* a Release that would hand the lock over first waits for
-                           the whole trail, on every master, and where any request
-                           of it went unanswered does not hand over: it releases.
-                           2: it waits, but hands over all the same. 0: the
-                           hand-over's acquire waits, on each master, only for the
-                           old lock's rounds */
+SWITCH HO_WAIT = 3;     /* 3: a hand-over's acquire waits, on each master, for the
+                           old lock's trail there, and is not sent where a request
+                           of it went unanswered; once the hand-over succeeds, the
+                           old lock is released on every master that did not grant
+                           it, with its tombstone where the trail is unsure.
+                           4: it waits on each master, but is sent all the same.
+                           5: as 3, but the old lock's release where the
+                           hand-over was not granted leaves no tombstone.
+                           1: Release first waits for the whole trail, on every
+                           master, and where any request of it went unanswered
+                           does not hand over: it releases. 2: it waits, but
+                           hands over all the same. 0: the hand-over's acquire
+                           waits, on each master, only for the old lock's rounds */
 SWITCH SEED = 1;        /* a master with no floor counts above every fence before */
 SWITCH EPOCH = 1;       /* fenceEpoch: a master whose fence stamp does not name it
                            starts a new epoch from its clock before it counts */
@@ -226,6 +233,8 @@ c_decl {
 #define S_WAIT  2       /* sent, held back in the network, not answered yet */
 #define S_GOT   3       /* returned with the reply */
 #define S_NOREP 4       /* returned without one: timeout or connection error */
+#define S_UNSENT 5      /* given up on unsent (a hand-over where the old lock's
+                           trail is unsure): nothing of it can land */
 #define BUSY(s) (st[s] == S_DEFER || st[s] == S_WAIT)
 
 /* replies: res = code | flags; val = counter, holder or (release) mode */
@@ -243,6 +252,8 @@ c_decl {
 #define M_RB 3          /* roll-back, tombstone always */
 #define M_ROLL 4        /* roll-back to send, once the rounds returned */
 #define M_REL 5         /* release to send, once the waited-for requests returned */
+#define M_RELHO 6       /* release of a lock handed over (HO_WAIT 3 to 5), to send
+                           where the hand-over's acquire returned without a grant */
 
 /* client phases */
 #define P_IDLE  0
@@ -609,6 +620,10 @@ inline answered(s) {
 #define TRAILIDLE(t,m) (ROUNDS_IDLE(t,m) && !BUSY(SL(t,KRT,m)) && \
 	!(BUSY(SL(t,KX,m)) && (extok & TB(t))))
 #define TRAILNOREP(t,m) (ROUND_NOREP(t,m) || st[SL(t,KRT,m)] == S_NOREP)
+/* The hand-over from t (t's client's next token) was granted on master m
+ * in its last round. */
+#define HOGRANTED(t,m) (tfrom[(t)+1] == (t) && rnd[(t)+1] > 0 && \
+	st[SL((t)+1, rnd[(t)+1] - 1, m)] == S_GOT && CODE(SL((t)+1, rnd[(t)+1] - 1, m)) == C_OK)
 /* What a release waits for on master m, and whether it leaves the
  * tombstone there: with REL_WAIT the trail; without, only the rounds. */
 #define RELREADY(t,m) (REL_WAIT -> TRAILIDLE(t,m) : ROUNDS_IDLE(t,m))
@@ -624,6 +639,7 @@ inline ready(s) {
 	pt = STOK(s); pq = SKIND(s); pm = SMAS(s);
 	if
 	:: pq < MAXR && tfrom[pt] != 0 && HO_WAIT > 0 -> y = TRAILIDLE(tfrom[pt], pm)
+	:: pq == KRB && val[s] == M_RELHO -> y = RELREADY(pt, pm) && ROUNDS_IDLE(pt + 1, pm)
 	:: pq < MAXR && tfrom[pt] != 0 -> y = ROUNDS_IDLE(tfrom[pt], pm)
 	:: pq == KRB && val[s] == M_ROLL -> y = ROUNDS_IDLE(pt, pm)
 	:: pq == KRB && val[s] == M_REL -> y = RELREADY(pt, pm)
@@ -726,6 +742,16 @@ inline sendSlot(s) {
 			val[s] = (RB_TOMB -> M_RB : M_RBOLD)
 		:: SKIND(s) == KRB && val[s] == M_REL ->
 			val[s] = (RELTOMB(pt, pm) -> M_RELT : M_RELP)
+		:: SKIND(s) == KRB && val[s] == M_RELHO && HOGRANTED(pt, pm) ->
+			/* the key passed on here: nothing to release */
+			st[s] = S_IDLE; val[s] = 0; y = 0
+		:: SKIND(s) == KRB && val[s] == M_RELHO ->
+			val[s] = ((RELTOMB(pt, pm) && HO_WAIT != 5) -> M_RELT : M_RELP)
+		:: SKIND(s) < MAXR && tfrom[pt] != 0 && (HO_WAIT == 3 || HO_WAIT == 5) && TRAILNOREP(tfrom[pt], pm) ->
+			/* a request of the old lock may still land here: not sent */
+			printf("c%d: the hand-over t%d->t%d is not sent to m%d: a request of t%d got no reply there\n",
+				OWNER(pt), tfrom[pt], pt, MN(pm), tfrom[pt]);
+			st[s] = S_UNSENT; y = 0
 		:: else -> skip
 		fi;
 		st[s] = (y -> S_WAIT : st[s]);
@@ -823,6 +849,15 @@ inline success(c) {
 		/* Release of the old lock returns: handed over. */
 		printf("c%d: Release t%d returns: handed over\n", c, co[c]);
 		hov = hov | TB(co[c]); relm[co[c]] = relm[co[c]] | hom[co[c]]; tfin = tfin | TB(co[c]);
+		if
+		:: HO_WAIT >= 3 ->
+			/* Lock.releaseWhereNotTaken */
+			for (i : 0 .. NM-1) {
+				st[SL(co[c], KRB, i)] = S_DEFER; val[SL(co[c], KRB, i)] = M_RELHO
+			}
+			i = 0
+		:: else -> skip
+		fi;
 		co[c] = 0
 	:: else -> skip
 	fi
@@ -1550,7 +1585,7 @@ inline happen() {
 		printf("c%d: Release t%d, handing over\n", ea, ct[ea]);
 		bel[ea] = 0; lw[ea] = 0;
 		if
-		:: HO_WAIT > 0 -> cph[ea] = P_HOWAIT
+		:: HO_WAIT == 1 || HO_WAIT == 2 -> cph[ea] = P_HOWAIT
 		:: else -> co[ea] = ct[ea]; start(ea)
 		fi }
 	:: ev == EV_DROPLOCK -> d_step {
