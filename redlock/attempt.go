@@ -46,7 +46,7 @@ func (r round) refused(i int) bool {
 }
 
 // roundCount counts what every master that has answered said.
-type roundCount struct{ yes, abstained, refused, failed, silent int }
+type roundCount struct{ yes, abstained, refused, failed, unanswered int }
 
 func (r round) count() roundCount {
 	var t roundCount
@@ -54,7 +54,7 @@ func (r round) count() roundCount {
 		a, v, ok := r.answer(i)
 		switch {
 		case !ok:
-			t.silent++
+			t.unanswered++
 		case a.err != nil:
 			t.failed++
 		case !a.grant.OK:
@@ -68,12 +68,16 @@ func (r round) count() roundCount {
 	return t
 }
 
-// hearOut waits, at most d, for masters still silent after a round that
+// hearOut waits, at most d, for masters yet to answer after a round that
 // failed with some votes: a split vote can be judged only on every answer.
+// A master whose last call got no reply is not waited for (see silent).
 func (c *Client) hearOut(r round, d time.Duration) {
 	t := c.o.clock.NewTimer(d)
 	defer t.Stop()
 	for i := range r.res.Nodes() {
+		if c.silent(i) {
+			continue
+		}
 		select {
 		case <-r.res.Done(i):
 		case <-t.C():
@@ -178,7 +182,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // errTrailUnsure (see Lock.handOver).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
-	res, err := fanOutStarts(ctx, c, c.overMasters(c.quorum, timeout),
+	cfg := c.overMasters(c.quorum, timeout)
+	cfg.Silent = c.silent
+	res, err := fanOutStarts(ctx, c, cfg,
 		func(ctx context.Context, n *fanout.Node[ask]) {
 			i := n.Index()
 			p := &parts[i]
@@ -236,8 +242,8 @@ func (c *Client) judge(i int, key string, window time.Duration, g scripts.Grant,
 // answered, some for it and the rest for other tokens, none of which has as
 // many votes (a tie goes to the smaller token). Each master holds one token,
 // so every contender that heard from every master sees the same counts and
-// reaches the same verdict. With a master silent, failing or in quarantine,
-// nobody keeps.
+// reaches the same verdict. With a master yet to answer, failing or in
+// quarantine, nobody keeps.
 func (c *Client) wonSplit(r round, token string) bool {
 	t := r.count()
 	if t.yes == 0 || t.yes+t.refused != len(c.nodes) {

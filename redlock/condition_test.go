@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,4 +138,41 @@ func TestCondition_PassingFailuresDoNotInterruptAPermanentOne(t *testing.T) {
 	assert.Contains(t, lines[0], "failure=NOAUTH")
 	assert.Contains(t, lines[1], "answers again")
 	assert.Contains(t, lines[2], "failure=\"no reply\"")
+}
+
+// TestMaster_SilentUntilItAnswers: a master is silent after a call that got
+// no reply, until a call gets any answer, a refusal or a Redis error too; a
+// call the caller cancelled says nothing of it. A Redis Cluster given as one
+// node is never silent: its shards answer for themselves.
+func TestMaster_SilentUntilItAnswers(t *testing.T) {
+	noReply := context.DeadlineExceeded
+	tests := []struct {
+		name    string
+		sharded bool
+		calls   []error
+		silent  bool
+	}{
+		{"no call yet", false, nil, false},
+		{"answered", false, []error{nil}, false},
+		{"no reply", false, []error{noReply}, true},
+		{"no reply, then an answer", false, []error{noReply, nil}, false},
+		{"an answer, then no reply", false, []error{nil, noReply}, true},
+		{"no reply, then a Redis error", false, []error{noReply, driver.Error("NOPERM no permissions")}, false},
+		{"no reply, then a call cancelled", false, []error{noReply, context.Canceled}, true},
+		{"connection refused", false, []error{syscall.ECONNREFUSED}, false},
+		{"a cluster's shard gave no reply", true, []error{noReply}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var next error
+			m := stubMaster(&shardedStub{sharded: tt.sharded, answer: func(string) (string, error) { return "", next }}, quiet())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, err := range tt.calls {
+				next = err
+				m.acquire(ctx, request{key: "k", token: "t"})
+			}
+			assert.Equal(t, tt.silent, m.silent())
+		})
+	}
 }

@@ -52,6 +52,7 @@ type fakeNode struct {
 	fromGate chan struct{} // if set, a hand-over acquire waits for it
 	noFrom   bool          // a hand-over acquire fails
 	busy     int           // calls under way, not counting hung acquires
+	mute     bool          // silent reports true, as after a call that got no reply
 	// answerAfter: an answer to an acquire waits until these masters
 	// have answered as many acquires, so that a round sees their answers
 	// first (bounded: one second).
@@ -74,6 +75,12 @@ func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
 }
 
 func (f *fakeNode) addr() string { return f.name }
+
+func (f *fakeNode) silent() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mute
+}
 
 func (f *fakeNode) health(string) health {
 	f.mu.Lock()

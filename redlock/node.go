@@ -70,6 +70,10 @@ type node interface {
 	// health returns what the restart guard last learned of the master, or
 	// of a cluster's shard master owning key.
 	health(key string) health
+	// silent reports whether the master's last call got no reply within
+	// its timeout (see condition.silent). A Redis Cluster given as one
+	// node is never silent: its shards answer for themselves.
+	silent() bool
 	// subscribe opens a connection for the release announcements.
 	subscribe(ctx context.Context) (driver.Subscription, error)
 }
@@ -126,6 +130,8 @@ func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clo
 func (m *master) addr() string { return m.drv.Addr() }
 
 func (m *master) health(key string) health { return m.guards.healthOf(m.names.Lock(key)) }
+
+func (m *master) silent() bool { return !m.drv.Sharded() && m.conds.of("").silent() }
 
 func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 	ctx, cancel := m.realDeadline(ctx)

@@ -15,9 +15,12 @@ import (
 // A master the roll-back cannot reach (it may be starting, with the
 // acquire delayed on its way) is tried again, backing off, until it
 // answers or the attempt's TTL has passed (until): after that, a late
-// acquire leaves nothing that would not expire by itself. The caller waits
-// up to one node timeout; the rest runs in the background and Close stops
-// and waits for it.
+// acquire leaves nothing that would not expire by itself.
+//
+// The caller waits up to one node timeout, but not for a master whose last
+// call got no reply (see silent): there the roll-back follows the master's
+// answer in the background. What runs in the background Close stops and
+// waits for.
 func (c *Client) rollback(req request, rounds []round, timeout time.Duration, until time.Time) {
 	var targets []int
 	for i := range c.nodes {
@@ -29,24 +32,38 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 		return
 	}
 	req.rollback = true
-	finished := make(chan struct{}, len(targets))
+	awaited := make([]bool, len(c.nodes))
+	waits := 0
+	for _, i := range targets {
+		if !c.silent(i) {
+			awaited[i] = true
+			waits++
+		}
+	}
+	finished := make(chan int, len(targets))
 	for _, i := range targets {
 		c.spawn(func() {
 			for _, r := range rounds {
 				<-r.res.Done(i)
 			}
 			if refusedThroughout(rounds, i) { // stragglers that turned out to be refusals
-				finished <- struct{}{}
+				finished <- i
 				return
 			}
 			c.rollbackOn(i, req, timeout, until, finished)
 		})
 	}
+	if waits == 0 {
+		return
+	}
 	t := c.o.clock.NewTimer(timeout)
 	defer t.Stop()
-	for range targets {
+	for waits > 0 {
 		select {
-		case <-finished:
+		case i := <-finished:
+			if awaited[i] {
+				waits--
+			}
 		case <-t.C():
 			return
 		}
@@ -55,11 +72,11 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 
 // rollbackOn rolls the attempt back on master i, and reports on finished
 // after the first try; redelete tries again if that one failed.
-func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- struct{}) {
+func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- int) {
 	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
 	_, err := c.nodes[i].release(ctx, req)
 	cancel()
-	finished <- struct{}{}
+	finished <- i
 	if err != nil {
 		c.redelete(i, req, err, timeout, until)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -346,4 +347,61 @@ func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
 		return !fakes[0].holdsToken("k", token)
 	}, 5*time.Second, time.Millisecond, "the retried roll-back cleared the master")
 	assert.Greater(t, len(fakes[0].callsOf("release")), failed)
+}
+
+// A master whose last call got no reply is not waited for: with its vote
+// the only way left to a quorum, the attempt ends at once, and rolls back
+// on it once its request returns. A master that answered last time is
+// waited for, up to the node timeout.
+func TestTryLock_SilentMasterIsNotWaitedFor(t *testing.T) {
+	for _, silent := range []bool{true, false} {
+		t.Run(fmt.Sprintf("silent=%v", silent), func(t *testing.T) {
+			// Masters 0 and 1 are held by another, 2 and 3 grant, 4 hangs: only
+			// master 4 can still make the quorum.
+			// The refusals come after the grants, so that the round ends with
+			// votes in: a split, which the attempt would hear out.
+			c, fakes, clk := newFakeClient(t, []behaviour{foreign, foreign, healthy, healthy, hang}, WithRestartGuard(0))
+			fakes[0].answerAfter = fakes[2:4]
+			fakes[1].answerAfter = fakes[2:4]
+			fakes[4].mu.Lock()
+			fakes[4].mute = silent
+			fakes[4].mu.Unlock()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.TryLock(context.Background(), "k", time.Second)
+				done <- err
+			}()
+			var err error
+			waited := false
+			select {
+			case err = <-done:
+			case <-time.After(map[bool]time.Duration{true: 5 * time.Second, false: 50 * time.Millisecond}[silent]):
+				waited = true
+				// Master 4's request times out, and every wait on the clock ends.
+				require.Eventually(t, func() bool {
+					clk.Advance(100 * time.Millisecond)
+					select {
+					case err = <-done:
+						return true
+					default:
+						return false
+					}
+				}, 5*time.Second, time.Millisecond, "the attempt did not end at the node timeout")
+			}
+			require.Equal(t, !silent, waited, "waited for master 4, whose last call got a reply: %v", !silent)
+			require.ErrorIs(t, err, ErrNotObtained)
+			token := fakes[2].callsOf("acquire")[0]
+			for _, i := range []int{2, 3} {
+				assert.False(t, fakes[i].holdsToken("k", token), "master %d kept the failed attempt's token", i)
+			}
+			if silent {
+				// Master 4's request is still out: its roll-back follows it.
+				assert.Empty(t, fakes[4].callsOf("release"))
+				clk.Advance(time.Second)
+			}
+			assert.Eventually(t, func() bool { return slices.Contains(fakes[4].callsOf("release"), token) },
+				5*time.Second, time.Millisecond, "master 4 was not rolled back")
+			assert.False(t, fakes[4].holdsToken("k", token), "master 4 kept the failed attempt's late grant")
+		})
+	}
 }

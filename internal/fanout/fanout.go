@@ -54,6 +54,14 @@ type Config struct {
 	// Returned, when not nil, runs once for each node as its operation
 	// returns, before its answer is recorded.
 	Returned func()
+	// Silent, when not nil, names the nodes known not to answer (their
+	// last call got no reply), asked as Run starts. Run starts their
+	// operations as any other and counts an answer that comes in before
+	// it returns, but does not wait for one to reach Need: it returns as
+	// soon as the other nodes still outstanding cannot bring the count
+	// there, rather than wait out the timeout for an answer unlikely to
+	// come.
+	Silent func(i int) bool
 }
 
 // Reply is what one node's operation returned.
@@ -72,6 +80,7 @@ type Node[T any] struct {
 	res     *Result[T]
 	replied atomic.Bool
 	taken   bool // the collector has sorted the answer; its own
+	silent  bool // Config.Silent named it as Run started
 }
 
 // Index returns the node's number, from 0 to N-1.
@@ -189,8 +198,9 @@ func oneLine(errs []error) string {
 var ErrNoNodes = errors.New("fanout: no nodes")
 
 // Run starts op on every node at once, each in a goroutine of its own, and
-// returns when the outcome is known: Need yes votes, a quorum out of reach,
-// every node's timeout passed, or ctx done. Operations still running when
+// returns when the outcome is known: Need yes votes, a quorum out of reach
+// (of the nodes not named silent, see Config.Silent), every node's timeout
+// passed, or ctx done. Operations still running when
 // Run returns go on in the background until they finish or reach their
 // deadline; the result's entries track them.
 func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
@@ -232,17 +242,21 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 	}
 	res.Yes, res.No, res.Abstained, res.Pending = lists[0:0:n], lists[n:n:2*n], lists[2*n:2*n:3*n], lists[3*n:3*n:4*n]
 	res.running.Store(int32(n))
+	s := sorter[T]{res: res, outstanding: n}
 	for i := range res.nodes {
 		res.nodes[i].i, res.nodes[i].res = i, res
+		if cfg.Silent != nil && cfg.Silent(i) {
+			res.nodes[i].silent = true
+			s.silent++
+		}
 	}
 	for i := range res.nodes {
 		start(opCtx, &res.nodes[i])
 	}
 
-	s := sorter[T]{res: res, outstanding: n}
 collect:
 	for s.outstanding > 0 {
-		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+s.outstanding < need) {
+		if !waitAll && (len(res.Yes) >= need || len(res.Yes)+s.outstanding-s.silent < need) {
 			break
 		}
 		select {
@@ -295,11 +309,15 @@ type sorter[T any] struct {
 	res         *Result[T]
 	errs        []error
 	outstanding int
+	silent      int // of outstanding, the nodes Config.Silent named
 }
 
 func (s *sorter[T]) take(i int) {
 	r := s.res.nodes[i].reply // in: its done is closed before i is sent
 	s.outstanding--
+	if s.res.nodes[i].silent {
+		s.silent--
+	}
 	s.res.nodes[i].taken = true
 	switch r.Vote {
 	case Yes:
