@@ -71,17 +71,32 @@ func TestExpectations_FailWhenTheOutcomeIsWrong(t *testing.T) {
 }
 
 // lockChurnResult is a run of scenario 11 that went as expected: locks in
-// every phase, every Lock call granted.
+// every phase, ten a second throughout, every Lock call granted.
 func lockChurnResult(s *Scenario) *Result {
 	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
 		"killed": time.Second, "restarted": 2 * time.Second, "paused": 4 * time.Second, "unpausing": 5 * time.Second,
 	}}
-	for i := range 15 {
-		at := time.Second + time.Duration(i)*300*time.Millisecond
+	for i := range 60 {
+		at := 50*time.Millisecond + time.Duration(i)*100*time.Millisecond
 		r.Record.Holds = append(r.Record.Holds, history.Hold{ID: i, Client: i % 4, Acquired: at, Until: at + time.Second, Released: at + 10*time.Millisecond})
-		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: i % 4, Start: at - 100*time.Millisecond, End: at, OK: true})
+		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: i % 4, Start: at - 40*time.Millisecond, End: at, OK: true})
 	}
 	return r
+}
+
+// withoutHolds drops the holds acquired in [from, to) but keep.
+func withoutHolds(r *Result, from, to time.Duration, keep int) {
+	var out []history.Hold
+	for _, h := range r.Record.Holds {
+		if h.Acquired >= from && h.Acquired < to {
+			if keep == 0 {
+				continue
+			}
+			keep--
+		}
+		out = append(out, h)
+	}
+	r.Record.Holds = out
 }
 
 func TestExpectations_LockChurn(t *testing.T) {
@@ -92,7 +107,9 @@ func TestExpectations_LockChurn(t *testing.T) {
 		fails  bool
 	}{
 		{"as expected", func(r *Result) {}, false},
-		{"no lock while n1 was paused", func(r *Result) { r.Record.Holds = r.Record.Holds[:10] }, true},
+		{"no lock while n1 was paused", func(r *Result) { withoutHolds(r, 4*time.Second, 5*time.Second, 0) }, true},
+		{"locks at under half the pace while n1 was paused", func(r *Result) { withoutHolds(r, 4*time.Second, 5*time.Second, 4) }, true},
+		{"locks at over half the pace while n1 was paused", func(r *Result) { withoutHolds(r, 4*time.Second, 5*time.Second, 6) }, false},
 		{"a Lock call waited out its bound", func(r *Result) {
 			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: lockWaitBound, Err: errors.Join(redlock.ErrNotObtained, context.DeadlineExceeded)})
 		}, true},
