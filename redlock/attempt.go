@@ -183,7 +183,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
 	cfg := c.overMasters(c.quorum, timeout)
-	cfg.Silent = c.silent
+	cfg.Silent = c.silentOf
 	res, err := fanOutStarts(ctx, c, cfg,
 		func(ctx context.Context, n *fanout.Node[ask]) {
 			i := n.Index()

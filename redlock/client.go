@@ -28,6 +28,10 @@ type Client struct {
 	// proposed is the last count proposed to the masters (see propose).
 	proposed atomic.Int64
 
+	// silentOf is c.silent, bound once: a round's fan-out takes it without
+	// an allocation.
+	silentOf func(i int) bool
+
 	work      *work         // operations in flight and the writes they still owe
 	closing   chan struct{} // closed by Close: waiters, watchdogs and retries stop
 	closeOnce sync.Once
@@ -112,6 +116,7 @@ func build(n int, opts []Option) (*Client, error) {
 
 func (c *Client) attach(nodes []node) {
 	c.nodes = nodes
+	c.silentOf = c.silent
 	c.hub = newHub(c)
 }
 

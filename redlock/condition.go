@@ -79,22 +79,25 @@ type conditions struct {
 	log  *slog.Logger
 	node string // the node's address, logged beside a shard's
 
-	byServer sync.Map // server → *condition
+	own      atomic.Pointer[condition] // the node's own, made on first use
+	byServer sync.Map                  // another server → *condition
 }
 
 // of returns the condition of the server a call went to ("" when the call
-// failed before it reached one: the node's own).
+// failed before it reached one: the node's own). The node's own, which
+// every call to a plain master notes, is found without a map.
 func (cs *conditions) of(server string) *condition {
-	if server == "" {
-		server = cs.node
+	if server == "" || server == cs.node {
+		if c := cs.own.Load(); c != nil {
+			return c
+		}
+		cs.own.CompareAndSwap(nil, &condition{log: cs.log, addr: cs.node})
+		return cs.own.Load()
 	}
 	if c, ok := cs.byServer.Load(server); ok {
 		return c.(*condition)
 	}
-	c := &condition{log: cs.log, addr: server}
-	if server != cs.node {
-		c.log = cs.log.With("node", cs.node)
-	}
+	c := &condition{log: cs.log.With("node", cs.node), addr: server}
 	got, _ := cs.byServer.LoadOrStore(server, c)
 	return got.(*condition)
 }
