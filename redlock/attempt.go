@@ -70,7 +70,7 @@ func (r round) count() roundCount {
 
 // hearOut waits, at most d, for masters yet to answer after a round that
 // failed with some votes: a split vote can be judged only on every answer.
-// A master whose last call got no reply is not waited for (see silent).
+// A silent master is not waited for (see Client.silent).
 func (c *Client) hearOut(r round, d time.Duration) {
 	t := c.o.clock.NewTimer(d)
 	defer t.Stop()

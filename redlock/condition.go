@@ -25,14 +25,7 @@ type condition struct {
 
 	mu   sync.Mutex
 	kind string // "" while the master answers
-
-	unanswered atomic.Bool // the last call got no reply
 }
-
-// silent reports whether the last call to the server got no reply within
-// its timeout: the server is paused, or cut off with its connection still
-// open. Any answer clears it.
-func (c *condition) silent() bool { return c != nil && c.unanswered.Load() }
 
 // note records the outcome of one call. Errors that say nothing of the
 // master (the caller cancelled) change nothing.
@@ -41,7 +34,6 @@ func (c *condition) note(err error) {
 		return
 	}
 	kind := failureKind(err)
-	c.unanswered.Store(kind == "no reply")
 	c.mu.Lock()
 	prev := c.kind
 	if kind != "" && remedy(kind) == "" && remedy(prev) != "" {

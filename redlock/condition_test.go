@@ -3,7 +3,9 @@ package redlock
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"syscall"
@@ -140,39 +142,57 @@ func TestCondition_PassingFailuresDoNotInterruptAPermanentOne(t *testing.T) {
 	assert.Contains(t, lines[2], "failure=\"no reply\"")
 }
 
-// TestMaster_SilentUntilItAnswers: a master is silent after a call that got
-// no reply, until a call gets any answer, a refusal or a Redis error too; a
-// call the caller cancelled says nothing of it. A Redis Cluster given as one
-// node is never silent: its shards answer for themselves.
-func TestMaster_SilentUntilItAnswers(t *testing.T) {
+// TestSilence: a master is silent after a call sent that got no reply,
+// once nothing has answered for the window, until a call gets any answer, a
+// Redis error too. A call that never reached the master (a dial that timed
+// out) or that the caller cancelled says nothing of it; one that failed
+// fast (refused) ends the silence.
+func TestSilence(t *testing.T) {
 	noReply := context.DeadlineExceeded
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: noReply}
 	tests := []struct {
-		name    string
-		sharded bool
-		calls   []error
-		silent  bool
+		name   string
+		calls  []error
+		after  time.Duration // since the last call, before silent is asked
+		silent bool
 	}{
-		{"no call yet", false, nil, false},
-		{"answered", false, []error{nil}, false},
-		{"no reply", false, []error{noReply}, true},
-		{"no reply, then an answer", false, []error{noReply, nil}, false},
-		{"an answer, then no reply", false, []error{nil, noReply}, true},
-		{"no reply, then a Redis error", false, []error{noReply, driver.Error("NOPERM no permissions")}, false},
-		{"no reply, then a call cancelled", false, []error{noReply, context.Canceled}, true},
-		{"connection refused", false, []error{syscall.ECONNREFUSED}, false},
-		{"a cluster's shard gave no reply", true, []error{noReply}, false},
+		{"no call yet", nil, time.Second, false},
+		{"answered", []error{nil}, time.Second, false},
+		{"no reply", []error{noReply}, time.Second, true},
+		{"no reply, nothing answered within the window", []error{nil, noReply}, 100 * time.Millisecond, true},
+		{"no reply, an answer within the window", []error{nil, noReply}, 50 * time.Millisecond, false},
+		{"no reply, then an answer", []error{noReply, nil}, time.Second, false},
+		{"no reply, then a Redis error", []error{noReply, driver.Error("NOPERM no permissions")}, time.Second, false},
+		{"no reply, then a call cancelled", []error{noReply, context.Canceled}, time.Second, true},
+		{"no reply, then a dial that timed out", []error{noReply, dial}, time.Second, true},
+		{"a dial that timed out", []error{dial}, time.Second, false},
+		{"no reply, then connection refused", []error{noReply, syscall.ECONNREFUSED}, time.Second, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var next error
-			m := stubMaster(&shardedStub{sharded: tt.sharded, answer: func(string) (string, error) { return "", next }}, quiet())
+			clk := clock.NewFake(time.Unix(1_000_000, 0))
+			s := newSilence(clk)
+			clk.Advance(time.Second) // made long ago: that counts as an answer
+			for _, err := range tt.calls {
+				s.note(err)
+			}
+			clk.Advance(tt.after)
+			assert.Equal(t, tt.silent, s.silent(100*time.Millisecond))
+		})
+	}
+}
+
+// TestMaster_NotesItsSilence: a plain master's calls feed its silence; a
+// Redis Cluster given as one node is never silent.
+func TestMaster_NotesItsSilence(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
+			drv := &shardedStub{sharded: sharded, answer: func(string) (string, error) { return "", context.DeadlineExceeded }}
+			m := newMaster(drv, scripts.New(), scripts.Names{NS: "t:"}, clock.Real(), nil, &conditions{log: quiet(), node: drv.Addr()})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			for _, err := range tt.calls {
-				next = err
-				m.acquire(ctx, request{key: "k", token: "t"})
-			}
-			assert.Equal(t, tt.silent, m.silent())
+			m.acquire(ctx, request{key: "k", token: "t"})
+			assert.Equal(t, !sharded, m.silent(0))
 		})
 	}
 }

@@ -52,7 +52,7 @@ type fakeNode struct {
 	fromGate chan struct{} // if set, a hand-over acquire waits for it
 	noFrom   bool          // a hand-over acquire fails
 	busy     int           // calls under way, not counting hung acquires
-	mute     bool          // silent reports true, as after a call that got no reply
+	mute     bool          // silent reports true, as for a master that answers nothing
 	// answerAfter: an answer to an acquire waits until these masters
 	// have answered as many acquires, so that a round sees their answers
 	// first (bounded: one second).
@@ -76,7 +76,7 @@ func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
 
 func (f *fakeNode) addr() string { return f.name }
 
-func (f *fakeNode) silent() bool {
+func (f *fakeNode) silent(time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mute

@@ -70,10 +70,11 @@ type node interface {
 	// health returns what the restart guard last learned of the master, or
 	// of a cluster's shard master owning key.
 	health(key string) health
-	// silent reports whether the master's last call got no reply within
-	// its timeout (see condition.silent). A Redis Cluster given as one
-	// node is never silent: its shards answer for themselves.
-	silent() bool
+	// silent reports whether the master answers nothing at all: its last
+	// call got no reply, and no call got an answer for window (see
+	// silence). A Redis Cluster given as one node is never silent: its
+	// shards answer for themselves.
+	silent(window time.Duration) bool
 	// subscribe opens a connection for the release announcements.
 	subscribe(ctx context.Context) (driver.Subscription, error)
 }
@@ -115,6 +116,7 @@ type master struct {
 	clock   clock.Clock
 	guards  *guards     // nil when the restart guard is off
 	conds   *conditions // how the last call to each server went, logged when it changes
+	quiet   *silence    // whether the master answers at all; nil for a Redis Cluster
 	// plainCheck is check for a plain master, whose check is the same for
 	// every key: made once (see newMaster).
 	plainCheck func(server string) *driver.Check
@@ -123,6 +125,9 @@ type master struct {
 // newMaster returns the master over drv.
 func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clock.Clock, guards *guards, conds *conditions) *master {
 	m := &master{drv: drv, scripts: set, names: names, clock: clk, guards: guards, conds: conds}
+	if !drv.Sharded() {
+		m.quiet = newSilence(clk)
+	}
 	m.plainCheck = func(server string) *driver.Check { return m.check(server, "") }
 	return m
 }
@@ -131,7 +136,7 @@ func (m *master) addr() string { return m.drv.Addr() }
 
 func (m *master) health(key string) health { return m.guards.healthOf(m.names.Lock(key)) }
 
-func (m *master) silent() bool { return !m.drv.Sharded() && m.conds.of("").silent() }
+func (m *master) silent(window time.Duration) bool { return m.quiet.silent(window) }
 
 func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 	ctx, cancel := m.realDeadline(ctx)
@@ -296,6 +301,7 @@ func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, e
 		err = asClusterChange(err)
 	}
 	m.conds.of(rep.Server).note(err)
+	m.quiet.note(err)
 	return rep.Value, err
 }
 

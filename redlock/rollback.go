@@ -17,9 +17,9 @@ import (
 // answers or the attempt's TTL has passed (until): after that, a late
 // acquire leaves nothing that would not expire by itself.
 //
-// The caller waits up to one node timeout, but not for a master whose last
-// call got no reply (see silent): there the roll-back follows the master's
-// answer in the background. What runs in the background Close stops and
+// The caller waits up to one node timeout, but not for a silent master (see
+// Client.silent): there the roll-back follows the master's answer in the
+// background. What runs in the background Close stops and
 // waits for.
 func (c *Client) rollback(req request, rounds []round, timeout time.Duration, until time.Time) {
 	var targets []int

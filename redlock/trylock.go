@@ -18,8 +18,9 @@ import (
 // attempt took left no validity; the error also wraps each master's
 // *NodeError. Nothing of a failed attempt is left on any master that can be
 // reached: TryLock deletes its token everywhere it may have landed, and waits
-// up to one node timeout for that, but not for a master whose last call got
-// no reply, where the delete follows the master's answer in the background.
+// up to one node timeout for that, but not for a master that answers nothing
+// at all (paused, or cut off with its connection open), where the delete
+// follows the master's answer in the background.
 func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {

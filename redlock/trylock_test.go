@@ -349,7 +349,7 @@ func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
 	assert.Greater(t, len(fakes[0].callsOf("release")), failed)
 }
 
-// A master whose last call got no reply is not waited for: with its vote
+// A silent master (one that answers nothing) is not waited for: with its vote
 // the only way left to a quorum, the attempt ends at once, and rolls back
 // on it once its request returns. A master that answered last time is
 // waited for, up to the node timeout.

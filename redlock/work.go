@@ -102,14 +102,15 @@ func (c *Client) overMasters(need int, timeout time.Duration) fanout.Config {
 	return fanout.Config{Nodes: len(c.nodes), Need: need, Timeout: timeout, Clock: c.o.clock}
 }
 
-// silent reports whether master i's last call got no reply within its
-// timeout. An acquisition does not hold on for such a master (see
-// fanout.Config.Silent, hearOut, rollback): a master paused, or cut off
-// with its connection open, would otherwise hold every contended round for
-// the whole node timeout, the round's grants on the other masters in the
-// way of the other contenders all along. Its requests still go out, and
-// its first reply makes it wait-worthy again.
-func (c *Client) silent(i int) bool { return c.nodes[i].silent() }
+// silent reports whether master i answers nothing at all: its last call
+// got no reply within its timeout, and no call got an answer for a node
+// timeout (see silence). An acquisition does not hold on for such a master
+// (see fanout.Config.Silent, hearOut, rollback): a master paused, or cut
+// off with its connection open, would otherwise hold every contended round
+// for the whole node timeout, the round's grants on the other masters in
+// the way of the other contenders all along. Its requests still go out,
+// and its first answer makes it one to wait for again.
+func (c *Client) silent(i int) bool { return c.nodes[i].silent(c.o.nodeTimeout) }
 
 // spawn runs f in the background, counted as the client's work.
 func (c *Client) spawn(f func()) {

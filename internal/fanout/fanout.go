@@ -54,8 +54,8 @@ type Config struct {
 	// Returned, when not nil, runs once for each node as its operation
 	// returns, before its answer is recorded.
 	Returned func()
-	// Silent, when not nil, names the nodes known not to answer (their
-	// last call got no reply), asked as Run starts. Run starts their
+	// Silent, when not nil, names the nodes known not to answer (the
+	// caller's judgement), asked as Run starts. Run starts their
 	// operations as any other and counts an answer that comes in before
 	// it returns, but does not wait for one to reach Need: it returns as
 	// soon as the other nodes still outstanding cannot bring the count
