@@ -102,12 +102,7 @@ func TestIntegration_HandOverLetsNoLateRequestLand(t *testing.T) {
 			}, 5*time.Second, time.Millisecond, "the waiter never parked")
 
 			require.NoError(t, a.Release(context.Background()))
-			var r lockResult
-			select {
-			case r = <-out:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiter never got the lock")
-			}
+			r := await(t, out, 10*time.Second, "the waiter never got the lock")
 			require.NoError(t, r.err)
 			require.NoError(t, r.l.Release(context.Background()))
 			require.NoError(t, c.Close()) // the deletes still running have run

@@ -38,6 +38,19 @@ func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, ke
 	return out
 }
 
+// await returns what out delivers, and fails the test if nothing comes
+// within d.
+func await(t *testing.T, out <-chan lockResult, d time.Duration, msg string) lockResult {
+	t.Helper()
+	select {
+	case r := <-out:
+		return r
+	case <-time.After(d):
+		t.Fatal(msg)
+		return lockResult{}
+	}
+}
+
 // allHold reports whether every one of fakes holds key for token.
 func allHold(fakes []*fakeNode, key, token string) bool {
 	for _, f := range fakes {
@@ -303,12 +316,7 @@ func TestHandOver_SlowMasterHoldsUpOnlyItself(t *testing.T) {
 		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
 	}, 5*time.Second, 100*time.Microsecond, "the second waiter never parked")
 	require.NoError(t, r.l.Release(context.Background()))
-	var r2 lockResult
-	select {
-	case r2 = <-next:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the second hand-over did not happen")
-	}
+	r2 := await(t, next, 5*time.Second, "the second hand-over did not happen")
 	require.NoError(t, r2.err)
 	assert.Contains(t, fakes[4].callsOf("acquire"), r2.l.Token(),
 		"the second hand-over skipped master 4, where the lock it took over had sent nothing")
