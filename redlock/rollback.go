@@ -19,8 +19,7 @@ import (
 //
 // The caller waits up to one node timeout, but not for a silent master (see
 // Client.silent): there the roll-back follows the master's answer in the
-// background. What runs in the background Close stops and
-// waits for.
+// background. What runs in the background Close stops and waits for.
 func (c *Client) rollback(req request, rounds []round, timeout time.Duration, until time.Time) {
 	var targets []int
 	for i := range c.nodes {

@@ -20,7 +20,7 @@ import (
 type silence struct {
 	clock      clock.Clock
 	unanswered atomic.Bool  // the last call sent got no reply
-	answeredAt atomic.Int64 // when a call last got an answer (UnixNano on clock); made counts as one
+	answeredAt atomic.Int64 // when a call last got an answer (UnixNano on clock); newSilence counts as one
 }
 
 func newSilence(clk clock.Clock) *silence {
