@@ -90,11 +90,11 @@ func (c *Client) hearOut(r round, d time.Duration) {
 // at quorum, settle the fence, check the validity, and on failure roll back
 // everywhere the token may have landed.
 //
-// When contenders split the votes, the one with the most (ties to the
-// smaller token) keeps its grants and asks the other masters again a moment
-// later, as the others roll back and wait for its release: a split is
-// resolved in a round trip or two rather than by jitter alone. The validity
-// still counts from the first round.
+// When contenders split the votes, the one holding the most masters (ties
+// to the smaller token; see wonSplit) keeps its grants and asks the other
+// masters again a moment later, as the others roll back and wait for its
+// release: a split is resolved in a round trip or two rather than by
+// jitter alone. The validity still counts from the first round.
 //
 // A hand-over passes from, the lock it takes over; other callers pass nil.
 func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo lockOptions, from *takeOver) outcome {
@@ -239,25 +239,30 @@ func (c *Client) judge(i int, key string, window time.Duration, g scripts.Grant,
 }
 
 // wonSplit decides whether this attempt won a split vote: every master
-// answered, some for it and the rest for other tokens, none of which has as
-// many votes (a tie goes to the smaller token). Each master holds one token,
-// so every contender that heard from every master sees the same counts and
-// reaches the same verdict. With a master yet to answer, failing or in
-// quarantine, nobody keeps.
+// answered, some granting it and the rest naming other tokens, none of which
+// holds as many masters (a tie goes to the smaller token). Each master holds
+// one token, so every contender that heard from every master sees the same
+// counts and reaches the same verdict. The count is of masters held, not of
+// votes: whether a master votes is each client's own judgement (a master in
+// restart quarantine grants but abstains), which the others cannot see. So
+// a split among the voting masters, with others in quarantine, still has a
+// winner, and the winner's re-asks bring it the loser's masters once they
+// are rolled back. With a master yet to answer or failing, nobody keeps.
 func (c *Client) wonSplit(r round, token string) bool {
 	t := r.count()
-	if t.yes == 0 || t.yes+t.refused != len(c.nodes) {
-		return false
+	held := t.yes + t.abstained
+	if held == 0 || t.refused == 0 || held+t.refused != len(c.nodes) {
+		return false // no contender: masters abstaining are not a split
 	}
-	votes := map[string]int{}
+	others := map[string]int{}
 	for i := range c.nodes {
 		if r.refused(i) {
 			a, _, _ := r.answer(i)
-			votes[a.grant.Holder]++
+			others[a.grant.Holder]++
 		}
 	}
-	for holder, v := range votes {
-		if holder == scripts.Unknown || v > t.yes || (v == t.yes && holder < token) {
+	for holder, n := range others {
+		if holder == scripts.Unknown || n > held || (n == held && holder < token) {
 			return false
 		}
 	}

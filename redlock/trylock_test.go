@@ -263,29 +263,37 @@ func TestLock_OutageIsNotASplitVote(t *testing.T) {
 }
 
 // After a split vote every contender that heard from every master agrees on
-// the winner: the most votes, ties to the smaller token. The winner keeps its
-// grants and asks the other masters again; the others yield and wait. With
-// a master silent, nobody can know the winner: all retry soon, with jitter.
-// An outage, or a holder with a possible quorum, is no split.
+// the winner: the most masters held, ties to the smaller token, whether or
+// not those masters vote. The winner keeps its grants and asks the other
+// masters again; the others yield and wait. With a master silent, nobody
+// can know the winner: all retry soon, with jitter. An outage, or a holder
+// with a possible quorum, is no split.
 func TestAttempt_SplitVote(t *testing.T) {
 	type tc struct {
-		name   string
-		modes  []behaviour
-		others []string // the holders the foreign masters report
-		token  string
-		split  bool
-		rounds int // acquires sent to master 0
+		name    string
+		modes   []behaviour
+		others  []string // the holders the foreign masters report
+		token   string
+		split   bool
+		rounds  int   // acquires sent to master 0
+		abstain []int // masters whose votes do not count (as in restart quarantine)
 	}
 	for _, tc := range []tc{
-		{"won on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "a", true, 1 + maxKeepRounds},
-		{"won on the count", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "c", "d"}, "z", true, 1 + maxKeepRounds},
-		{"lost on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "z", false, 1},
-		{"lost on the count", []behaviour{healthy, foreign, foreign, foreign, foreign}, []string{"", "b", "b", "c", "c"}, "a", false, 1},
-		{"seen in part", []behaviour{healthy, healthy, foreign, foreign, broken}, []string{"", "", "b", "c", ""}, "a", true, 1},
-		{"we won outright", []behaviour{healthy, foreign, foreign, healthy, healthy}, nil, "a", false, 1},
-		{"another may hold a quorum", []behaviour{healthy, healthy, foreign, foreign, foreign}, nil, "a", false, 1},
-		{"an outage", []behaviour{healthy, healthy, broken, broken, broken}, nil, "a", false, 1},
-		{"too few answered for any quorum", []behaviour{healthy, foreign, broken, broken, broken}, nil, "a", false, 1},
+		// Master 4 grants but abstains: this attempt holds three masters,
+		// two of them voting, against b's two.
+		{"won with a master abstaining", []behaviour{healthy, healthy, foreign, foreign, healthy}, []string{"", "", "b", "b", ""}, "a", true, 1 + maxKeepRounds, []int{4}},
+		{"won on the token, masters abstaining", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "a", true, 1 + maxKeepRounds, []int{0, 2}},
+		{"no contender, masters abstaining", []behaviour{healthy, healthy, healthy, healthy, healthy}, nil, "a", false, 1, []int{0, 1, 2}},
+		{"lost on the count with a master abstaining", []behaviour{healthy, foreign, foreign, foreign, healthy}, []string{"", "b", "b", "c", ""}, "z", false, 1, []int{4}},
+		{"won on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "a", true, 1 + maxKeepRounds, nil},
+		{"won on the count", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "c", "d"}, "z", true, 1 + maxKeepRounds, nil},
+		{"lost on the token", []behaviour{healthy, healthy, foreign, foreign, foreign}, []string{"", "", "b", "b", "c"}, "z", false, 1, nil},
+		{"lost on the count", []behaviour{healthy, foreign, foreign, foreign, foreign}, []string{"", "b", "b", "c", "c"}, "a", false, 1, nil},
+		{"seen in part", []behaviour{healthy, healthy, foreign, foreign, broken}, []string{"", "", "b", "c", ""}, "a", true, 1, nil},
+		{"we won outright", []behaviour{healthy, foreign, foreign, healthy, healthy}, nil, "a", false, 1, nil},
+		{"another may hold a quorum", []behaviour{healthy, healthy, foreign, foreign, foreign}, nil, "a", false, 1, nil},
+		{"an outage", []behaviour{healthy, healthy, broken, broken, broken}, nil, "a", false, 1, nil},
+		{"too few answered for any quorum", []behaviour{healthy, foreign, broken, broken, broken}, nil, "a", false, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, fakes, clk := newFakeClient(t, tc.modes, WithRestartGuard(0),
@@ -298,6 +306,9 @@ func TestAttempt_SplitVote(t *testing.T) {
 			}
 			for i, o := range tc.others {
 				fakes[i].other = o
+			}
+			for _, i := range tc.abstain {
+				fakes[i].h = health{veto: "abstains in this test"}
 			}
 			for i, m := range tc.modes {
 				if m == foreign {
