@@ -940,19 +940,21 @@ inline decide(c) {
 	}
 }
 
-/* Client.wonSplit: every master answered, yes or refused, and no other holder
- * has as many votes (a tie goes to the smaller token). Sets kk. */
+/* Client.wonSplit: every master answered, granted or refused, some refused,
+ * and no other holder holds as many masters (a tie goes to the smaller
+ * token). Masters are counted whether or not they vote: a grant in
+ * quarantine counts. Sets kk. */
 inline keeps(c) {
 	y = 0; rr = 0;
 	for (i : 0 .. NM-1) {
 		s2 = SL(ct[c], cr[c], i);
 		if
-		:: st[s2] == S_GOT && CODE(s2) == C_OK && (res[s2] & F_VT) -> y++
+		:: st[s2] == S_GOT && CODE(s2) == C_OK -> y++
 		:: st[s2] == S_GOT && CODE(s2) != C_OK -> rr++
 		:: else -> skip
 		fi
 	}
-	kk = (y > 0 && y + rr == NM);
+	kk = (y > 0 && rr > 0 && y + rr == NM);
 	for (i : 0 .. NM-1) {
 		s2 = SL(ct[c], cr[c], i);
 		if
