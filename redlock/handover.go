@@ -86,7 +86,9 @@ const (
 )
 
 // maxHandovers bounds how often a key passes straight between goroutines of
-// this client before a plain release gives other clients' waiters their turn.
+// this client before a plain release gives other clients' waiters their
+// turn. The count lives with the line of waiters (queue.streak), and starts
+// again when the line empties between two hand-overs.
 const maxHandovers = 8
 
 // begin marks the waiter busy with an attempt of its own, unless a releaser
