@@ -72,8 +72,8 @@ func WithTLS(cfg *tls.Config) Option {
 // parameter pipeline=false chooses the pooled mode too. Default
 // DefaultPipeline.
 //
-// Measured on one two-core machine shared with five local masters (see the
-// README's Benchmarks): with 64 goroutines locking at once, pipelined gives
+// Measured on one two-core machine shared with five local masters (see
+// docs/benchmarks.md): with 64 goroutines locking at once, pipelined gives
 // about 2.3 times the locks per second of pooled and 3 times with masters
 // 250 µs away, opens almost no connections where pooled opens one or more
 // per lock, and makes one write per dozen calls. Pooled wins where one

@@ -18,14 +18,14 @@ import (
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
-// readmeClusterACL returns the permissions the README adds to the ACL rule
+// readmeClusterACL returns the permissions the docs add to the ACL rule
 // for a Redis Cluster node given to pool.
 func readmeClusterACL(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile(aclDoc)
 	require.NoError(t, err)
 	m := regexp.MustCompile("(?s)On a Redis Cluster node.*?add\\s+`([^`]+)`\\s+to the rule").FindSubmatch(b)
-	require.NotNil(t, m, "the README gives no ACL permissions for cluster nodes")
+	require.NotNil(t, m, "%s gives no ACL permissions for cluster nodes", aclDoc)
 	return strings.Fields(string(m[1]))
 }
 
@@ -48,17 +48,17 @@ func keyOfSlot(t *testing.T, name string, s int) string {
 	return name + ":{" + tag + "}"
 }
 
-// Through the redigo cluster driver, over three clusters, the README's ACL
-// user with the permissions it adds for cluster nodes locks, extends,
+// Through the redigo cluster driver, over three clusters, the docs' ACL
+// user with the permissions they add for cluster nodes locks, extends,
 // inspects, releases and is woken on every shard, follows ASK into a slot
 // being migrated, and nothing it does is denied. A user lacking one of
-// those permissions gets what the README says of it: without CLUSTER SLOTS
-// or ASKING no quorum is possible and Lock ends at once, naming the cause;
+// those permissions gets what docs/production.md says of it: without
+// CLUSTER SLOTS or ASKING no quorum is possible and Lock ends at once, naming the cause;
 // without sharded publishing a release still releases; without sharded
 // subscribing or unsubscribing waiters fall back to their backoff, and a
 // warning names the command. The rule and the permissions are read from the
-// README, so a permission it forgets fails the first part.
-func TestCluster_ACL_TheREADMEsPermissions(t *testing.T) {
+// docs, so a permission it forgets fails the first part.
+func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 	perms := readmeClusterACL(t)
 	rule := strings.Fields(readmeACL(t, suiteNS)) // app on >secret ...
 	require.Equal(t, "app", rule[0])
@@ -100,7 +100,7 @@ func TestCluster_ACL_TheREADMEsPermissions(t *testing.T) {
 	const ttl = 10 * time.Second
 	backoff := WithRetry(ConstantBackoff(30 * time.Second))
 
-	t.Run("the README's user", func(t *testing.T) {
+	t.Run("the docs' user", func(t *testing.T) {
 		c, log := client(t, "app", backoff)
 		other, otherLog := client(t, "app", backoff)
 		ctx := ctx(t)
@@ -245,7 +245,7 @@ func TestCluster_ACL_TheREADMEsPermissions(t *testing.T) {
 					assert.Contains(t, w, "sunsubscribe")
 				}
 			default:
-				t.Fatalf("the README adds %s, which this test does not know", p)
+				t.Fatalf("the docs add %s, which this test does not know", p)
 			}
 		})
 	}

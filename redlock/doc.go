@@ -38,7 +38,7 @@
 // checking its validity may act after its lock expired; a master whose wall
 // clock jumps expires keys early; a request delayed in the network arrives
 // late. Fencing tokens, checked by the resource, are the answer to all
-// three. See the README for the full argument.
+// three. See docs/guarantees.md for the full argument.
 //
 // Errors: ErrNotObtained, ErrLockNotHeld, ErrLockLost, ErrClosed and
 // ErrInvalid are matched with errors.Is, and so are ErrHeld, ErrQuarantined

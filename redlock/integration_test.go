@@ -29,7 +29,7 @@ func masters(t *testing.T, n int) []*redistest.Server {
 }
 
 // mastersWith starts n real redis-server processes with persistence p; in
-// the ACL suite, each with the README's least-privilege user.
+// the ACL suite, each with the least-privilege user of docs/production.md.
 func mastersWith(t *testing.T, n int, p redistest.Persistence) []*redistest.Server {
 	t.Helper()
 	return redistest.Start(t, n, p, aclUser(t)...)

@@ -167,8 +167,8 @@ func WithFenceRetention(d time.Duration) Option {
 // lock's fence record at prefix+"quorumlock:fence:{<tag>}job" ({<tag>} keeps every name
 // of a key in the key's Redis Cluster hash slot), the fence floors, the
 // tombstones and the release announcements likewise. One ACL rule then
-// grants them all: ~<prefix>* &<prefix>* (see the README, Running against
-// production Redis). Every client that locks the same keys must use the
+// grants them all: ~<prefix>* &<prefix>* (see docs/production.md, ACL
+// users). Every client that locks the same keys must use the
 // same namespace. Default "": lock keys as given, the rest below
 // "quorumlock:". prefix may not hold '{' or '}': a Redis Cluster hash tag
 // belongs in the keys.

@@ -11,18 +11,21 @@ import (
 )
 
 // The integration tests run twice in `make test`: as the default user, and
-// with REDLOCK_TEST_ACL set, as the least-privilege ACL user the README
-// gives for a namespace. Then every master has that user, every client
+// with REDLOCK_TEST_ACL set, as the least-privilege ACL user the docs
+// (docs/production.md) give for a namespace. Then every master has that user, every client
 // logs in as it in that namespace, and the tests' own reads and writes of
-// lock keys go below the namespace: a command or a key the README's rule
+// lock keys go below the namespace: a command or a key the docs' rule
 // forgets fails the suite.
 
-// suiteNS is the namespace of the README's ACL rule.
+// suiteNS is the namespace of the docs' ACL rule.
 const suiteNS = "app:lock:"
+
+// aclDoc is the page that gives the ACL rules, for nodes and cluster nodes.
+const aclDoc = "../docs/production.md"
 
 func aclSuite() bool { return os.Getenv("REDLOCK_TEST_ACL") != "" }
 
-// aclUser returns the redis-server arguments that create the README's ACL
+// aclUser returns the redis-server arguments that create the docs' ACL
 // user, in the ACL suite; none otherwise.
 func aclUser(t *testing.T) []string {
 	t.Helper()
@@ -32,24 +35,24 @@ func aclUser(t *testing.T) []string {
 	return append([]string{"--user"}, strings.Fields(readmeACL(t, suiteNS))...)
 }
 
-// readmeACL returns the ACL rule the README gives for namespace ns: the
-// line that starts "user app on" and grants ~<ns>*.
+// readmeACL returns the ACL rule docs/production.md gives for namespace
+// ns: the line that starts "user app on" and grants ~<ns>*.
 func readmeACL(t *testing.T, ns string) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile(aclDoc)
 	if err != nil {
-		t.Fatalf("reading the README's ACL rule: %v", err)
+		t.Fatalf("reading the ACL rule of %s: %v", aclDoc, err)
 	}
 	re := regexp.MustCompile(`(?m)^user app on .*~` + regexp.QuoteMeta(ns) + `\*.*$`)
 	line := re.FindString(string(b))
 	if line == "" {
-		t.Fatalf("the README gives no ACL rule for namespace %q", ns)
+		t.Fatalf("%s gives no ACL rule for namespace %q", aclDoc, ns)
 	}
 	return strings.TrimPrefix(line, "user ")
 }
 
 // urls returns the addresses the suite's clients use: in the ACL suite,
-// logging in as the README's user.
+// logging in as the docs' user.
 func urls(srv []*redistest.Server) []string {
 	out := redistest.Addrs(srv)
 	for i, a := range out {
@@ -59,7 +62,7 @@ func urls(srv []*redistest.Server) []string {
 }
 
 // suiteURL returns the address a suite's client uses for addr: in the ACL
-// suite, logging in as the README's user.
+// suite, logging in as the docs' user.
 func suiteURL(addr string) string {
 	if aclSuite() {
 		return "redis://app:secret@" + addr
@@ -68,7 +71,7 @@ func suiteURL(addr string) string {
 }
 
 // suiteClientAt is clientAt for masters started as the suite's: in the ACL
-// suite it logs in as the README's user, in its namespace. An address where
+// suite it logs in as the docs' user, in its namespace. An address where
 // nothing listens stays as it is.
 func suiteClientAt(t *testing.T, addrs []string, opts ...Option) *Client {
 	t.Helper()
@@ -80,7 +83,7 @@ func suiteClientAt(t *testing.T, addrs []string, opts ...Option) *Client {
 }
 
 // suite returns a function that appends opts to the options every client
-// of the suite gets: in the ACL suite, the README rule's namespace.
+// of the suite gets: in the ACL suite, the docs' rule's namespace.
 func suite(base ...Option) func(opts ...Option) []Option {
 	return func(opts ...Option) []Option {
 		all := append([]Option(nil), base...)

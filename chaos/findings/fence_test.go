@@ -14,7 +14,7 @@ import (
 )
 
 // TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows checks the
-// promise (README.md, "Fencing tokens") that fences keep growing across a
+// promise (docs/fencing.md, "Fencing tokens") that fences keep growing across a
 // master that loses its data, once the restart guard has kept it out for
 // its window.
 //

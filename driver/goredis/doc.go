@@ -24,10 +24,10 @@
 // The adapter sends everything through the client as given. Its address,
 // TLS configuration, ACL user and password (or credentials provider), pool
 // and protocol (RESP2 or RESP3) are the lock's: the ACL user needs what the
-// README's least-privilege user has. Its database number (DB) is where the
-// lock's keys live: every client of one lock must use the same one, and a
-// cluster has only database 0. Its timeouts and retries bound each call
-// together with the lock's node timeout: see Deadlines.
+// least-privilege user of docs/production.md has. Its database number (DB)
+// is where the lock's keys live: every client of one lock must use the
+// same one, and a cluster has only database 0. Its timeouts and retries
+// bound each call together with the lock's node timeout: see Deadlines.
 //
 // New adds a hook to the client that counts the connections it opens, and
 // for a cluster client one to each node client, through OnNewNode; hooks

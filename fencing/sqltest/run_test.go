@@ -68,7 +68,7 @@ func awaitState(t *testing.T, pid int, limit time.Duration, states ...string) {
 	t.Fatalf("process %d did not reach state %v within %v (state %q)", pid, states, limit, processState(pid))
 }
 
-// TestRedlockRun_PsqlScript is the README's script story with real
+// TestRedlockRun_PsqlScript is the script story of docs/fencing.md, with real
 // processes: `redlock run` takes the lock and runs a shell that stops
 // itself (SIGSTOP) before it runs psql; the test stops redlock run too, so
 // that the lock expires unextended. A second `redlock run` takes the lock
@@ -85,9 +85,9 @@ func TestRedlockRun_PsqlScript(t *testing.T) {
 	pg := sqltest.StartPostgres(t)
 	script, err := os.ReadFile(filepath.Join("testdata", "credit.sql"))
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "fencing.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), "```sql\n"+string(script)+"```", "the README shows the script this test runs")
+	require.Contains(t, string(readme), "```sql\n"+string(script)+"```", "docs/fencing.md shows the script this test runs")
 	const check = "SELECT quorumlock_fences_check('ledger:1', :fence); -- first: stops here if a newer holder has written\n"
 	require.Contains(t, string(script), check)
 
