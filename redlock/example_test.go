@@ -119,13 +119,15 @@ func ExampleClient_TryLock() {
 	defer c.Close()
 
 	ctx := context.Background()
-	l, err := c.TryLock(ctx, "cron:cleanup", time.Minute)
+	l, err := c.TryLock(ctx, "cron:cleanup", 10*time.Second)
 	switch {
 	case errors.Is(err, redlock.ErrQuarantined), errors.Is(err, redlock.ErrMisconfigured):
 		log.Fatal(err) // nobody holds it: masters sit out a restart window, or refuse the lock's commands
-	case errors.Is(err, redlock.ErrNotObtained):
+	case errors.Is(err, redlock.ErrHeld):
 		fmt.Println("another worker runs it")
 		return
+	case errors.Is(err, redlock.ErrNotObtained):
+		log.Fatal(err) // too few masters answered in time
 	case err != nil:
 		log.Fatal(err)
 	}

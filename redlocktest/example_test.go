@@ -48,7 +48,7 @@ func testCloseBooks(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
-	held, err := masters.Client().TryLock(ctx, "books:2026-11", time.Minute)
+	held, err := masters.Client().TryLock(ctx, "books:2026-11", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver, pure Go
 
 	"github.com/quorumlock/quorumlock/fencing"
-	"github.com/quorumlock/quorumlock/fencing/sqltest"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -63,7 +63,9 @@ func Example_makingAStaleHolderHarmless() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", sqltest.SQLiteDSN(filepath.Join(dir, "ledger.db")))
+	// SQLite runs one writer at a time: the busy timeout makes a second
+	// writer wait for the first instead of failing with SQLITE_BUSY.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "ledger.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		log.Fatal(err)
 	}
