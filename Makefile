@@ -6,9 +6,17 @@ GO      ?= go
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
 MODULES := chaos bench fencing/sqltest $(DRIVERS)
 
-.PHONY: test lint unit drivers redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
+.PHONY: test setup lint unit drivers redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
 
-test: lint unit drivers benchtest fencingtest model chaos
+# setup first, even under -j: the rest needs what it installs.
+test: setup
+	@$(MAKE) --no-print-directory lint unit drivers benchtest fencingtest model chaos
+
+# What the tests need (see the script): as root, it installs the missing
+# Debian packages; as another user with one missing, it stops at once and
+# says to run `sudo make setup`. Then Redis 6.0, as redis60 below.
+setup:
+	@.ci/setup
 
 # gofmt, go vet and go mod tidiness over every module.
 lint:
