@@ -252,7 +252,7 @@ func (cy *cycle) cleanup(ctx context.Context) {
 		cy.r.add("cleanup", CheckWarn, fmt.Sprintf("could not delete %s (%v); they expire within %v", strings.Join(cy.r.Residue, ", "), why, cy.p.c.o.fenceKeep+10*time.Second),
 			"grant +del and +exists to the lock's user")
 	case cy.wrote:
-		cy.r.add("cleanup", CheckOK, "the check's keys are deleted", "")
+		cy.r.add("cleanup", CheckOK, "the check's keys are deleted; the master's fence floor stays, as after any lock", "")
 	}
 }
 
