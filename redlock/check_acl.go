@@ -61,6 +61,25 @@ func (cy *cycle) fix() string {
 	return "let the lock's user run its commands on its keys and channels: ACL SETUSER <user> on " + aclRule(n.NS, cy.m.drv.Sharded(), keys)
 }
 
+// failed reports a failure of the lock's scripts: an "acl" finding with
+// what to grant when the master denied a permission (why), a "scripts"
+// finding otherwise.
+func (cy *cycle) failed(text string, why ...string) {
+	for _, w := range why {
+		if denial(w) {
+			cy.r.add("acl", CheckFail, text, cy.fix())
+			return
+		}
+	}
+	cy.r.add("scripts", CheckFail, text, "")
+}
+
+// denial reports an error that says the user lacks a permission: NOPERM,
+// or a script's call that the ACL refused.
+func denial(err string) bool {
+	return strings.Contains(err, "NOPERM") || strings.Contains(err, "can't run this command")
+}
+
 // scriptCommands judges the answers to EVAL and EVALSHA of the inspect
 // script, and err, the driver's run of it; it reports whether any was
 // denied, when running the lock's scripts is pointless.
@@ -75,7 +94,7 @@ func (cy *cycle) scriptCommands(answers []any, err error) bool {
 		denied = append(denied, "the driver's run of the inspect script: "+err.Error())
 	}
 	if len(denied) > 0 {
-		cy.r.add("acl", CheckFail, "the lock's scripts cannot run: "+strings.Join(denied, "; "), cy.fix())
+		cy.failed("the lock's scripts cannot run: "+strings.Join(denied, "; "), denied...)
 		return true
 	}
 	return false
@@ -208,7 +227,7 @@ func (cy *cycle) lock(ctx context.Context) {
 			ps.heard(cy.p) // the plain lock's release was announced
 		}
 		if err := st.do(ctx); err != nil {
-			cy.r.add("acl", CheckFail, fmt.Sprintf("the lock's %s failed on key %s: %v", st.name, n.Lock(key), err), cy.fix())
+			cy.failed(fmt.Sprintf("the lock's %s failed on key %s: %v", st.name, n.Lock(key), err), err.Error())
 			return
 		}
 	}

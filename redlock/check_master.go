@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
@@ -69,11 +70,11 @@ func reach(r *MasterReadiness, err error) {
 	if err == nil {
 		err = errors.New("no answers to the check's questions")
 	}
-	switch code(err) {
-	case "NOAUTH", "WRONGPASS":
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS"):
 		r.add("reach", CheckFail, "refuses the login: "+err.Error(),
 			"give the lock's user and password in the address: redis://user:password@host:port")
-	case "":
+	case code(err) == "":
 		r.add("reach", CheckFail, "unreachable: "+err.Error(),
 			"check the address, that redis-server runs there and the network lets the client through; rediss:// (or --tls) if it speaks TLS")
 	default:
