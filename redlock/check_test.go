@@ -341,3 +341,98 @@ func TestCheck_Input(t *testing.T) {
 	_, err = c.Check(ctx, CheckParams{TTL: time.Second})
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+// The offset is the master's clock against the middle of the round trip,
+// off by at most half of it; TIME's reply is checked.
+func TestCheck_ReadClock(t *testing.T) {
+	sent := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) []any {
+		m := sent.Add(d)
+		return []any{fmt.Sprint(m.Unix()), fmt.Sprint(m.Nanosecond() / 1000)}
+	}
+	for _, tt := range []struct {
+		name   string
+		rtt    time.Duration
+		reply  any
+		offset time.Duration
+		err    string
+	}{
+		{"in step, read mid-way", 10 * time.Millisecond, at(5 * time.Millisecond), 0, ""},
+		{"ahead", 10 * time.Millisecond, at(2*time.Second + 5*time.Millisecond), 2 * time.Second, ""},
+		{"behind", 4 * time.Millisecond, at(-time.Second), -time.Second - 2*time.Millisecond, ""},
+		{"microseconds kept", 0, at(1500 * time.Microsecond), 1500 * time.Microsecond, ""},
+		{"an error reply", time.Millisecond, errString("NOPERM no time"), 0, "NOPERM"},
+		{"one number", time.Millisecond, []any{"1"}, 0, "unexpected reply"},
+		{"not numbers", time.Millisecond, []any{"a", "b"}, 0, "unexpected reply"},
+		{"negative", time.Millisecond, []any{"-1", "0"}, 0, "unexpected reply"},
+		{"clock went back", -time.Millisecond, at(0), 0, "went back"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rd, err := readClock(sent, sent.Add(tt.rtt), tt.reply)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.offset, rd.offset)
+			assert.Equal(t, max(tt.rtt, time.Nanosecond), rd.rtt)
+		})
+	}
+}
+
+// errString is an error reply.
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// An offset is beyond the drift reserve only when it is whatever the
+// reading's error, half the round trip, either way.
+func TestCheck_WithinReserve(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		offset, rtt, reserve time.Duration
+		within               bool
+	}{
+		{0, 0, 0, true},
+		{100 * ms, 0, 102 * ms, true},
+		{102 * ms, 0, 102 * ms, true},
+		{103 * ms, 0, 102 * ms, false},
+		{-103 * ms, 0, 102 * ms, false},
+		{103 * ms, 2 * ms, 102 * ms, true},
+		{-103 * ms, 2 * ms, 102 * ms, true},
+		{2 * time.Second, 10 * ms, 102 * ms, false},
+	} {
+		assert.Equal(t, tt.within, withinReserve(tt.offset, tt.rtt, tt.reserve), "%+v", tt)
+	}
+}
+
+// Ready counts the masters without a failure against the quorum; the
+// summary names when young masters vote.
+func TestCheck_ReadinessSummary(t *testing.T) {
+	ok := MasterReadiness{Findings: []Finding{{Level: CheckOK}, {Level: CheckWarn}}}
+	young := MasterReadiness{Findings: []Finding{{Level: CheckWarn}}, VotesIn: 8 * time.Second}
+	bad := MasterReadiness{Findings: []Finding{{Level: CheckOK}, {Level: CheckFail}}}
+	for _, tt := range []struct {
+		name    string
+		quorum  int
+		masters []MasterReadiness
+		ready   bool
+		summary string
+	}{
+		{"all pass", 2, []MasterReadiness{ok, ok, ok}, true, "READY: 3 of 3 masters pass, the quorum is 2"},
+		{"a quorum passes", 2, []MasterReadiness{ok, bad, ok}, true, "READY: 2 of 3 masters pass, the quorum is 2"},
+		{"no quorum", 2, []MasterReadiness{bad, bad, ok}, false, "NOT READY: 1 of 3 masters pass, the quorum is 2; fix the failures above"},
+		{"young, still a quorum voting now", 2, []MasterReadiness{ok, ok, young}, true, "READY: 3 of 3 masters pass, the quorum is 2"},
+		{"young, no quorum voting now", 2, []MasterReadiness{ok, young, young}, true,
+			"READY: 3 of 3 masters pass, the quorum is 2; 2 vote only once up for the guard window: locks are granted in 8s at the latest"},
+		{"quorum of all", 3, []MasterReadiness{ok, ok, bad}, false, "NOT READY: 2 of 3 masters pass, the quorum is 3; fix the failures above"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Readiness{Quorum: tt.quorum, Masters: tt.masters}
+			assert.Equal(t, tt.ready, r.Ready())
+			assert.Equal(t, tt.summary, r.Summary())
+		})
+	}
+	assert.Equal(t, []string{"ok", "warn", "fail", "level(7)"},
+		[]string{CheckOK.String(), CheckWarn.String(), CheckFail.String(), CheckLevel(7).String()})
+}
