@@ -39,7 +39,7 @@ func (l CheckLevel) String() string {
 // Finding is one thing Check found about one master.
 type Finding struct {
 	// Topic is what the finding is about: "reach", "version", "role",
-	// "readable", "persistence", "eviction", "acl", "pubsub", "cleanup",
+	// "readable", "persistence", "eviction", "acl", "scripts", "pubsub", "cleanup",
 	// "uptime" or "clock".
 	Topic string
 	// Level grades it.

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -435,4 +436,17 @@ func TestCheck_ReadinessSummary(t *testing.T) {
 	}
 	assert.Equal(t, []string{"ok", "warn", "fail", "level(7)"},
 		[]string{CheckOK.String(), CheckWarn.String(), CheckFail.String(), CheckLevel(7).String()})
+}
+
+// docs/check.md gives the rule the check's fix gives, and explains every
+// topic a finding can have.
+func TestCheck_DocsExplainEveryTopic(t *testing.T) {
+	b, err := os.ReadFile("../docs/check.md")
+	require.NoError(t, err)
+	doc := string(b)
+	assert.Contains(t, doc, "ACL SETUSER app on >secret "+aclRule(checkNS, false))
+	assert.Contains(t, doc, aclClusterCommands)
+	for _, topic := range []string{"reach", "readable", "version", "role", "persistence", "eviction", "acl and scripts", "pubsub", "cleanup", "uptime", "clock"} {
+		assert.Contains(t, doc, "\n### "+topic+"\n", "docs/check.md has no section on %s", topic)
+	}
 }
