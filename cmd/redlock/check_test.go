@@ -124,3 +124,18 @@ func TestCheck_UsageErrors_ExitTwo(t *testing.T) {
 		})
 	}
 }
+
+// The --tls flags reach the masters as for the other commands; without
+// them, a TLS master is unreachable, with the hint to use TLS.
+func TestCheck_TLSFlags(t *testing.T) {
+	pki := newTestPKI(t, "check")
+	nodes := tlsMasters(t, 3, pki)
+	r := bin.run(t, nil, append([]string{"check", "--nodes", nodes, "--restart-guard", "0"}, tlsArgs(pki, pki)...)...)
+	require.Equal(t, exitOK, r.code, "%v", r)
+	assert.Contains(t, r.stdout, "\nREADY: 3 of 3 masters pass, the quorum is 2\n")
+
+	r = bin.run(t, nil, "check", "--nodes", nodes, "--restart-guard", "0", "--timeout", "10s")
+	require.Equal(t, exitError, r.code, "%v", r)
+	assert.Contains(t, r.stdout, "  fail  reach       unreachable: ")
+	assert.Contains(t, r.stdout, "rediss:// (or --tls) if it speaks TLS")
+}
