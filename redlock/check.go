@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -139,12 +138,14 @@ func (r *Readiness) Summary() string {
 // CheckParams says what Check judges the masters for.
 type CheckParams struct {
 	// TTL is the longest TTL the lock's users take: the restart guard's
-	// window and the drift reserve follow from it. Must be positive.
+	// window and the drift reserve follow from it. Must be positive, at
+	// most MaxTTL, and longer than its drift reserve, as a lock's TTL.
 	TTL time.Duration
 	// KeyPrefix starts the throwaway lock key the check locks and
 	// releases, inside the client's namespace; a random suffix follows.
 	// Without a namespace, make it a key the lock's ACL user may lock.
-	// Default "redlock-check:".
+	// It must not start with the reserved prefix "quorumlock:". Default
+	// "redlock-check:".
 	KeyPrefix string
 }
 
@@ -165,18 +166,12 @@ const DefaultCheckKeyPrefix = "redlock-check:"
 // for bad input (ErrInvalid) or a closed client (ErrClosed): what a master
 // does wrong is a Finding.
 func (c *Client) Check(ctx context.Context, p CheckParams) (*Readiness, error) {
-	switch {
-	case c == nil:
-		return nil, invalid("nil client")
-	case ctx == nil:
-		return nil, invalid("nil context")
-	case p.TTL <= 0:
-		return nil, invalid("check TTL %v is not positive", p.TTL)
-	case strings.HasPrefix(p.KeyPrefix, "quorumlock:"):
-		return nil, invalid("check key prefix %q is reserved", p.KeyPrefix)
-	}
 	if p.KeyPrefix == "" {
 		p.KeyPrefix = DefaultCheckKeyPrefix
+	}
+	// The TTL and the key as a lock takes them.
+	if _, err := c.checkKeyTTL(ctx, p.KeyPrefix, p.TTL); err != nil {
+		return nil, err
 	}
 	if err := c.enter(); err != nil {
 		return nil, err

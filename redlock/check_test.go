@@ -153,6 +153,8 @@ func TestCheck_Input(t *testing.T) {
 		{"nil context", nil, CheckParams{TTL: time.Second}},
 		{"no TTL", ctx, CheckParams{}},
 		{"negative TTL", ctx, CheckParams{TTL: -time.Second}},
+		{"TTL above the maximum", ctx, CheckParams{TTL: MaxTTL + time.Millisecond}},
+		{"TTL within the drift reserve", ctx, CheckParams{TTL: 2 * time.Millisecond}},
 		{"reserved prefix", ctx, CheckParams{TTL: time.Second, KeyPrefix: "quorumlock:x"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

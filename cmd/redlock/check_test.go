@@ -110,7 +110,8 @@ func TestCheck_UsageErrors_ExitTwo(t *testing.T) {
 		{"zero ttl", nil, []string{"check", "--nodes", "127.0.0.1:1", "--ttl", "0s"}, "--ttl 0s is not positive"},
 		{"ttl without a unit", nil, []string{"check", "--nodes", "127.0.0.1:1", "--ttl", "10"}, "no unit"},
 		{"zero timeout", nil, []string{"check", "--nodes", "127.0.0.1:1", "--timeout", "0s"}, "--timeout 0s is not positive"},
-		{"reserved key prefix", nil, []string{"check", "--nodes", "127.0.0.1:1", "--key-prefix", "quorumlock:x"}, `check key prefix "quorumlock:x" is reserved`},
+		{"reserved key prefix", nil, []string{"check", "--nodes", "127.0.0.1:1", "--key-prefix", "quorumlock:x"}, `key "quorumlock:x" uses the reserved prefix`},
+		{"ttl within the drift reserve", nil, []string{"check", "--nodes", "127.0.0.1:1", "--ttl", "2ms"}, "ttl 2ms leaves no validity"},
 		{"namespace with braces", nil, []string{"check", "--nodes", "127.0.0.1:1", "--namespace", "{app}:"}, "namespace"},
 		{"bad address", []string{nodesEnv + "=localhost"}, []string{"check"}, `"localhost"`},
 	} {
