@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,9 +22,10 @@ const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +g
 const aclClusterCommands = "+spublish +ssubscribe +sunsubscribe +cluster|slots +asking"
 
 // aclRule returns the ACL rule, after "user <name> on >password", that
-// lets a user lock key prefixes (each a pattern such as "jobs:*") in
-// namespace ns, on a plain master or a Redis Cluster node.
-func aclRule(ns string, sharded bool, keys ...string) string {
+// lets a user lock key patterns (such as "jobs:*") in namespace ns, on a
+// plain master or a Redis Cluster node (sharded). Without channels, for
+// Redis before 6.2, which has no channel permissions, it grants none.
+func aclRule(ns string, sharded, channels bool, keys ...string) string {
 	var pat []string
 	if ns != "" {
 		pat = []string{"~" + ns + "*", "&" + ns + "*"}
@@ -31,6 +34,9 @@ func aclRule(ns string, sharded bool, keys ...string) string {
 			pat = append(pat, "~"+k)
 		}
 		pat = append(pat, "~"+scripts.ReservedPrefix+"*", "&"+scripts.ReservedPrefix+"*")
+	}
+	if !channels {
+		pat = slices.DeleteFunc(pat, func(p string) bool { return strings.HasPrefix(p, "&") })
 	}
 	rule := strings.Join(pat, " ") + " -@all " + aclCommands
 	if sharded {
@@ -47,6 +53,9 @@ type cycle struct {
 	r      *MasterReadiness
 	tokens []string // every token used, for their tombstones
 	wrote  bool     // a script wrote to the master
+	// noChannels: the master's Redis has no channel permissions (before
+	// 6.2), so the rule to grant has none.
+	noChannels bool
 }
 
 // fix is what to grant when the lock's commands, keys or channels are
@@ -57,7 +66,7 @@ func (cy *cycle) fix() string {
 	if i := strings.LastIndexByte(keys, ':'); i >= 0 {
 		keys = keys[:i+1] + "*"
 	}
-	return "let the lock's user run its commands on its keys and channels: ACL SETUSER <user> on " + aclRule(n.NS, cy.m.drv.Sharded(), keys)
+	return "let the lock's user run its commands on its keys and channels: ACL SETUSER <user> on " + aclRule(n.NS, cy.m.drv.Sharded(), !cy.noChannels, keys)
 }
 
 // failed reports a failure of the lock's scripts: an "acl" finding with
@@ -70,7 +79,13 @@ func (cy *cycle) failed(text string, why ...string) {
 			return
 		}
 	}
-	cy.r.add("scripts", CheckFail, text, "")
+	fix := ""
+	for _, w := range why {
+		if strings.Contains(w, "READONLY") {
+			fix = "give the client the master's address, not a replica's"
+		}
+	}
+	cy.r.add("scripts", CheckFail, text, fix)
 }
 
 // denial reports an error that says the user lacks a permission: NOPERM,
@@ -272,4 +287,16 @@ func (cy *cycle) cleanup(ctx context.Context) {
 	case cy.wrote:
 		cy.r.add("cleanup", CheckOK, "the check's keys are deleted; the master's fence floor stays, as after any lock", "")
 	}
+}
+
+// noChannelACL reports a Redis version before 6.2, whose ACL has no channel
+// permissions. A version that cannot be parsed is taken to have them.
+func noChannelACL(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (major < 6 || major == 6 && minor < 2)
 }

@@ -56,9 +56,9 @@ func (p probe) master(ctx context.Context, m *master, r *MasterReadiness) {
 		return
 	}
 	r.add("reach", CheckOK, "answers", "")
-	p.server(r, m, rep)
+	f := p.server(r, m, rep)
 	p.clock(ctx, m, r)
-	cy := &cycle{p: p, m: m, r: r}
+	cy := &cycle{p: p, m: m, r: r, noChannels: noChannelACL(f.version)}
 	if !cy.scriptCommands(rep.Answers[6:], err) {
 		cy.lock(ctx)
 	}
@@ -83,8 +83,9 @@ func reach(r *MasterReadiness, err error) {
 }
 
 // server judges what the guard's questions and INFO cluster returned,
-// through the guard's own reading of them (see parseReading).
-func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) {
+// through the guard's own reading of them (see parseReading), and returns
+// that reading.
+func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) fields {
 	a := rep.Answers
 	f := parseReading(readingOf(a[:5]))
 	trustU, trustE := p.c.o.trustUnreadable, p.c.o.trustEviction
@@ -102,7 +103,7 @@ func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) {
 		r.add("readable", CheckOK, "INFO and CONFIG GET readable", "")
 	}
 	if f.unreadable != "" {
-		return // nothing more to judge by
+		return f // nothing more to judge by
 	}
 	p.version(r, f)
 	p.role(r, m, f, a[1], a[5], rep.Server)
@@ -120,6 +121,7 @@ func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) {
 		r.add("eviction", CheckOK, "maxmemory-policy "+f.policy+": nothing is evicted", "")
 	}
 	p.uptime(r, f)
+	return f
 }
 
 func (p probe) version(r *MasterReadiness, f fields) {

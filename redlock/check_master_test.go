@@ -102,6 +102,9 @@ func TestIntegration_Check_Replica(t *testing.T) {
 	assert.Contains(t, f.Text, "a replica (role:slave) of 127.0.0.1:"+fmt.Sprint(srv[0].Port))
 	assert.Contains(t, f.Fix, "its master's address")
 	assert.False(t, m.Ready())
+	f = finding(t, m, "scripts")
+	assert.Contains(t, f.Text, "READONLY")
+	assert.Contains(t, f.Fix, "the master's address, not a replica's")
 }
 
 // A master older than the guard window votes now; one younger says when

@@ -25,7 +25,7 @@ func checkUser(rules ...string) []string {
 
 // lockUser is the rule aclRule gives for checkNS, with more rules after it.
 func lockUser(more ...string) []string {
-	return checkUser(append(strings.Fields(aclRule(checkNS, false)), more...)...)
+	return checkUser(append(strings.Fields(aclRule(checkNS, false, true)), more...)...)
 }
 
 // checkAt runs Check against one master at addr, with opts.
@@ -207,7 +207,7 @@ func TestCheck_DocsExplainEveryTopic(t *testing.T) {
 	b, err := os.ReadFile("../docs/check.md")
 	require.NoError(t, err)
 	doc := string(b)
-	assert.Contains(t, doc, "ACL SETUSER app on >secret "+aclRule(checkNS, false))
+	assert.Contains(t, doc, "ACL SETUSER app on >secret "+aclRule(checkNS, false, true))
 	assert.Contains(t, doc, aclClusterCommands)
 	for _, topic := range []string{"reach", "readable", "version", "role", "persistence", "eviction", "acl and scripts", "pubsub", "cleanup", "uptime", "clock"} {
 		assert.Contains(t, doc, "\n### "+topic+"\n", "docs/check.md has no section on %s", topic)
