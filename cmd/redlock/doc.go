@@ -4,6 +4,7 @@
 //	redlock demo                        watch a quorum lock survive failing masters
 //	redlock run --key K -- CMD ARGS...  run a command while holding a lock
 //	redlock status KEY...               what every master says about a key
+//	redlock check                       whether the masters are ready for locking
 //	redlock bench                       acquire+release throughput and latency
 //
 // Masters come from --nodes (comma-separated host:port or redis:// and

@@ -39,6 +39,7 @@ func subcommands() []subcommand {
 		{"demo", "watch a quorum lock survive failing masters (runs with nothing but Go)", runDemo},
 		{"run", "run a command while holding a lock", runRun},
 		{"status", "show what every master says about a key", runStatus},
+		{"check", "check that the masters are ready for locking, and say what to fix", runCheck},
 		{"bench", "measure acquire+release throughput and latency", runBench},
 	}
 }
@@ -64,7 +65,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 			return code
 		}
 	}
-	fmt.Fprintf(a.stderr, "redlock: unknown command %q (commands: demo, run, status, bench; see redlock -h)\n", name)
+	fmt.Fprintf(a.stderr, "redlock: unknown command %q (commands: demo, run, status, check, bench; see redlock -h)\n", name)
 	return exitUsage
 }
 
@@ -83,6 +84,10 @@ Masters come from --nodes host:port,host:port,... (or redis:// and rediss://
 URLs) or from the REDLOCK_NODES environment variable. Without either, demo and
 bench start five in-process masters. --tls and the --tls-* flags reach every
 master over TLS, with a client certificate if --tls-cert-file is given.
+
+Before the first lock, "redlock check --nodes ..." probes every master (version,
+role, persistence, eviction, ACL, uptime, clock) and says what to fix; it
+exits 0 when locking will work, 1 when it will not.
 
 Run "redlock COMMAND -h" for a command's flags and examples. First time here?
 
