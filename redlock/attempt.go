@@ -20,6 +20,8 @@ type outcome struct {
 	err   error
 	hint  time.Duration // when the holder's keys will have expired on enough masters; 0 if unknown
 	split bool          // nobody holds a quorum: retry soon, with jitter
+	votes round         // the last round, for the observer; zero when none was made
+	took  time.Duration // how long the attempt took
 }
 
 // round is one fan-out of the acquire script with the attempt's token: each
@@ -146,11 +148,11 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
-		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised)}
+		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised), votes: last, took: elapsed}
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
-	out := outcome{hint: c.expiryHint(last)}
+	out := outcome{hint: c.expiryHint(last), votes: last, took: elapsed}
 	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum
@@ -336,6 +338,7 @@ func (c *Client) settleFence(ctx context.Context, req request, won round, timeou
 			}
 			return struct{}{}, fanout.Yes, nil
 		})
+	c.observeFenceRaise(ctx, req.key, fence, len(lag), res, err)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,0 +1,505 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/quorumlock/quorumlock/internal/fanout"
+)
+
+// Observer receives what the client does, as events, for metrics and
+// traces (the module github.com/quorumlock/quorumlock/otel turns them into
+// OpenTelemetry). Set it with WithObserver.
+//
+// Both methods are called on the goroutine of the operation, in order, and
+// never while the client holds a lock of its own: they must return quickly
+// (record, do not block or do I/O) and must not call the Client or its
+// Locks. They may be called from many goroutines at once.
+type Observer interface {
+	// Start is called when a public call (Lock, TryLock, Extend, Release,
+	// Do) begins, after its arguments were validated. The context it
+	// returns is the call's from then on: the events of the call, its
+	// driver's requests and, for Do, the function's context derive from it.
+	// Return ctx itself to keep it.
+	Start(ctx context.Context, op Op, key string) context.Context
+	// Observe receives one event. ctx is the context of the call the event
+	// belongs to, as Start returned it; context.Background() for what the
+	// client does on its own (auto-extension, a master's change of state).
+	Observe(ctx context.Context, ev Event)
+}
+
+// Op names a public call.
+type Op string
+
+// The public calls an Observer sees start and end.
+const (
+	OpLock    Op = "lock"
+	OpTryLock Op = "trylock"
+	OpExtend  Op = "extend"
+	OpRelease Op = "release"
+	OpDo      Op = "do"
+)
+
+// Kind says what an Event reports.
+type Kind string
+
+// The kinds of Event.
+const (
+	// KindAttempt is one acquisition attempt of TryLock, Lock or a
+	// hand-over: Outcome, Duration, Attempt (its number in the call; 0 for
+	// a hand-over's) and the votes.
+	KindAttempt Kind = "attempt"
+	// KindCall is the end of a public call: Op, Outcome, Err and Duration
+	// (for Lock, the whole wait); for Release, Held too.
+	KindCall Kind = "call"
+	// KindExtend is one extension: Outcome; Auto when the client made it on
+	// its own (WithAutoExtend, Do), with Attempt its try within the
+	// validity. An Extend call reports one as well as its KindCall.
+	KindExtend Kind = "extend"
+	// KindLost is a lock lost (see ErrLockLost): Held, and Err the cause.
+	// It is reported once per lock.
+	KindLost Kind = "lost"
+	// KindHandOver is a Release that passed the lock straight to a waiter
+	// of this client: Outcome OutcomeHandedOver, or OutcomeNotHeld when no
+	// master of the waiter's quorum still held the lock released.
+	KindHandOver Kind = "handover"
+	// KindMaster is a master's change of state, reported once per change:
+	// Master, State, Reason, Until.
+	KindMaster Kind = "master"
+	// KindWake is a waiter of Lock woken to try again: Outcome
+	// OutcomeWoken by a release's announcement (or its turn in this
+	// client's line), or OutcomeTimer by its backoff or the holder's
+	// expiry, no announcement having come: one missed, or none made.
+	KindWake Kind = "wake"
+	// KindFenceRaise is an acquisition raising lagging masters' fence
+	// counters to the fence: Fence, Raised of Lagging, Outcome.
+	KindFenceRaise Kind = "fence_raise"
+)
+
+// Outcome is how an attempt, call, extension or hand-over ended. The set is
+// fixed: an attribute of metrics may take it.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeObtained      Outcome = "obtained"      // the lock was taken
+	OutcomeHeld          Outcome = "held"          // another holder has the key
+	OutcomeQuarantined   Outcome = "quarantined"   // masters kept out by the restart guard denied the quorum
+	OutcomeMisconfigured Outcome = "misconfigured" // see ErrMisconfigured
+	OutcomeUnavailable   Outcome = "unavailable"   // too few masters answered
+	OutcomeExpired       Outcome = "expired"       // a quorum agreed, but no validity was left
+	OutcomeCtxDone       Outcome = "ctx_done"      // the caller's context ended
+	OutcomeInvalid       Outcome = "invalid"       // see ErrInvalid
+	OutcomeClosed        Outcome = "closed"        // see ErrClosed
+	OutcomeExtended      Outcome = "extended"      // an extension reached a quorum
+	OutcomeReleased      Outcome = "released"      // the lock was released
+	OutcomeHandedOver    Outcome = "handed_over"   // the lock passed to a waiter
+	OutcomeNotHeld       Outcome = "not_held"      // the lock had ended on the masters (see ErrLockNotHeld)
+	OutcomeLost          Outcome = "lost"          // the lock is lost (see ErrLockLost)
+	OutcomeDone          Outcome = "done"          // Do's function returned nil
+	OutcomeFailed        Outcome = "failed"        // Do's function, or a fence raise, failed
+	OutcomeRaised        Outcome = "raised"        // a fence raise reached the masters it needed
+	OutcomeWoken         Outcome = "woken"         // a waiter woken by a release's announcement, or by its turn in line
+	OutcomeTimer         Outcome = "timer"         // a waiter woken by its timer
+)
+
+// MasterState is what a KindMaster event says of a master.
+type MasterState string
+
+// The states of a master.
+const (
+	MasterUp      MasterState = "up"      // it answers again
+	MasterDown    MasterState = "down"    // it does not answer (Reason: no reply, connection refused, ...)
+	MasterFailing MasterState = "failing" // it refuses the lock's commands until configured otherwise (Reason: NOPERM, READONLY, ...)
+	MasterSilent  MasterState = "silent"  // it answers nothing at all: paused, or cut off with its connection open
+	MasterHeard   MasterState = "heard"   // a silent master answered
+	// MasterQuarantined: the restart guard does not count its votes
+	// (Reason: restarted, replaced, promoted, replica, unreadable,
+	// may-evict, too-old), until Until when that is known.
+	MasterQuarantined MasterState = "quarantined"
+	// MasterDegraded: it votes, but the guard is partly blind there
+	// (Reason: unreadable-trusted, may-evict-trusted, config-unreadable).
+	MasterDegraded MasterState = "degraded"
+	MasterVoting   MasterState = "voting" // the guard counts its votes again
+)
+
+// Event is one thing the client did. Kind says which fields are set; the
+// others are zero.
+type Event struct {
+	Kind    Kind
+	Op      Op // KindCall: the call
+	Key     string
+	Outcome Outcome
+	Err     error // the error returned, or the cause; nil on success
+	// Duration is how long the attempt or the call took.
+	Duration time.Duration
+	// Held is how long the lock was held, by this client's clock, when it
+	// was released or lost.
+	Held time.Duration
+	// Attempt numbers the attempts of one call from 1.
+	Attempt int
+	// Auto marks an extension made by the client on its own.
+	Auto bool
+	// Votes of an attempt's last round.
+	Votes Votes
+	// Master is the address of the master a KindMaster event is about.
+	Master string
+	State  MasterState
+	// Reason says why, in a word from a fixed set (see MasterState).
+	Reason string
+	// Until is when a quarantine ends, as known now; zero when it lasts
+	// until a change of state says otherwise.
+	Until time.Time
+	// Fence of KindFenceRaise: the fence the lagging masters were raised to.
+	Fence int64
+	// Raised and Lagging: how many masters' counters were raised, of those lagging.
+	Raised, Lagging int
+}
+
+// Votes counts the masters' answers in an attempt's last round.
+type Votes struct {
+	Masters    int // masters asked
+	Quorum     int // votes needed
+	Granted    int // masters that granted the lock and whose votes count
+	Abstained  int // masters that granted it but whose votes the restart guard does not count
+	Refused    int // masters where another holds the key
+	Failed     int // masters that failed
+	Unanswered int // masters yet to answer when the round ended
+}
+
+// Answered is how many masters answered.
+func (v Votes) Answered() int { return v.Granted + v.Abstained + v.Refused + v.Failed }
+
+// call is one public call as the observer sees it. With no observer it is
+// the zero call, and every method returns at once: nothing is read from
+// the clock, nothing allocated.
+type call struct {
+	c        *Client
+	ctx      context.Context
+	op       Op
+	key      string
+	lock     *Lock // the lock an Extend or Release is about
+	start    time.Time
+	handed   outcome // a Release's hand-over attempt, reported at its end
+	result   handOverResult
+	tried    bool // a hand-over was attempted
+	attempts int
+}
+
+// begin starts a public call: the observer's Start gives its context.
+func (c *Client) begin(ctx context.Context, op Op, key string) (context.Context, call) {
+	if c == nil || c.o.observer == nil || ctx == nil {
+		return ctx, call{}
+	}
+	ctx = c.o.observer.Start(ctx, op, key)
+	return ctx, call{c: c, ctx: ctx, op: op, key: key, start: c.o.clock.Now()}
+}
+
+// beginOn starts a public call on lock l.
+func (l *Lock) beginOn(ctx context.Context, op Op) (context.Context, call) {
+	ctx, k := l.c.begin(ctx, op, l.req.key)
+	k.lock = l
+	return ctx, k
+}
+
+// end reports the call's end, with the error it returns. Deferred before
+// any of the client's locks is taken, it runs after they are released.
+func (k *call) end(errp *error) {
+	if k.c == nil {
+		return
+	}
+	c, err := k.c, *errp
+	if k.tried {
+		c.reportAttempt(k.ctx, k.key, 0, k.handed)
+		if k.handed.lock != nil {
+			ho := OutcomeHandedOver
+			if k.result == handedOverFree {
+				ho = OutcomeNotHeld
+			}
+			c.o.observer.Observe(k.ctx, Event{Kind: KindHandOver, Key: k.key, Outcome: ho})
+		}
+	}
+	ev := Event{Kind: KindCall, Op: k.op, Key: k.key, Err: err, Duration: c.o.clock.Since(k.start)}
+	ev.Outcome = c.callOutcome(k.ctx, k.op, err)
+	if ev.Outcome == OutcomeReleased {
+		ev.Held = k.lock.heldFor()
+		if k.result == handedOver {
+			ev.Outcome = OutcomeHandedOver
+		}
+	}
+	if k.op == OpExtend && ev.Outcome != OutcomeInvalid && ev.Outcome != OutcomeClosed {
+		c.o.observer.Observe(k.ctx, Event{Kind: KindExtend, Key: k.key, Outcome: ev.Outcome, Err: err, Duration: ev.Duration, Attempt: 1})
+	}
+	if k.lock != nil {
+		k.lock.reportLoss(k.ctx)
+	}
+	c.o.observer.Observe(k.ctx, ev)
+}
+
+// callOutcome classifies what a public call returned.
+func (c *Client) callOutcome(ctx context.Context, op Op, err error) Outcome {
+	switch {
+	case err == nil && op == OpRelease:
+		return OutcomeReleased
+	case err == nil && op == OpExtend:
+		return OutcomeExtended
+	case err == nil && op == OpDo:
+		return OutcomeDone
+	case err == nil:
+		return OutcomeObtained
+	case errors.Is(err, ErrInvalid):
+		return OutcomeInvalid
+	case errors.Is(err, ErrClosed):
+		return OutcomeClosed
+	case errors.Is(err, ErrLockLost):
+		return OutcomeLost
+	case errors.Is(err, ErrLockNotHeld):
+		return OutcomeNotHeld
+	case op == OpDo && !errors.Is(err, ErrNotObtained):
+		return OutcomeFailed // fn's error
+	}
+	return c.failure(ctx, err)
+}
+
+// failure classifies an error that kept a lock from being taken or kept.
+func (c *Client) failure(ctx context.Context, err error) Outcome {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return OutcomeInvalid
+	case errors.Is(err, ErrClosed):
+		return OutcomeClosed
+	case ctx.Err() != nil:
+		return OutcomeCtxDone
+	case errors.Is(err, ErrMisconfigured):
+		return OutcomeMisconfigured
+	case errors.Is(err, ErrQuarantined):
+		return OutcomeQuarantined
+	case errors.Is(err, ErrHeld):
+		return OutcomeHeld
+	}
+	return OutcomeUnavailable
+}
+
+// observeAttempt reports an attempt of a call, n-th in it.
+func (c *Client) observeAttempt(ctx context.Context, key string, n int, a outcome) {
+	if c.o.observer == nil {
+		return
+	}
+	c.reportAttempt(ctx, key, n, a)
+}
+
+func (c *Client) reportAttempt(ctx context.Context, key string, n int, a outcome) {
+	ev := Event{Kind: KindAttempt, Key: key, Attempt: n, Err: a.err, Duration: a.took, Outcome: OutcomeObtained}
+	if a.votes.res != nil {
+		t := a.votes.count()
+		ev.Votes = Votes{Masters: len(c.nodes), Quorum: c.quorum, Granted: t.yes, Abstained: t.abstained,
+			Refused: t.refused, Failed: t.failed, Unanswered: t.unanswered}
+	}
+	if a.err != nil {
+		ev.Outcome = c.failure(ctx, a.err)
+		if ev.Outcome == OutcomeUnavailable && ev.Votes.Granted+ev.Votes.Abstained >= c.quorum {
+			ev.Outcome = OutcomeExpired
+		}
+	}
+	c.o.observer.Observe(ctx, ev)
+}
+
+// observeHandOver keeps a Release's hand-over attempt for the call's end:
+// the Release holds the lock's operation mutex until then.
+func (k *call) observeHandOver(a outcome, r handOverResult) {
+	if k == nil || k.c == nil {
+		return
+	}
+	k.handed, k.result, k.tried = a, r, true
+}
+
+// stampHeld notes when a lock was obtained, for the Held of its end.
+func (c *Client) stampHeld(l *Lock) {
+	if c.o.observer != nil {
+		l.heldSince = c.o.clock.Now()
+	}
+}
+
+func (l *Lock) heldFor() time.Duration {
+	if l.heldSince.IsZero() {
+		return 0
+	}
+	return l.c.o.clock.Since(l.heldSince)
+}
+
+// reportLoss reports l's loss, once, if it is lost.
+func (l *Lock) reportLoss(ctx context.Context) {
+	c := l.c
+	if c.o.observer == nil {
+		return
+	}
+	l.mu.Lock()
+	lost := l.state == lost
+	l.mu.Unlock()
+	if !lost || !l.lossReported.CompareAndSwap(false, true) {
+		return
+	}
+	c.o.observer.Observe(ctx, Event{Kind: KindLost, Key: l.req.key, Outcome: OutcomeLost, Err: ErrLockLost, Held: l.heldFor()})
+}
+
+// observeRenew reports an extension the watchdog made, its n-th try.
+func (l *Lock) observeRenew(n int, took time.Duration, err error) {
+	c := l.c
+	if c.o.observer == nil {
+		return
+	}
+	ev := Event{Kind: KindExtend, Key: l.req.key, Auto: true, Attempt: n, Err: err, Duration: took, Outcome: OutcomeExtended}
+	switch {
+	case errors.Is(err, errGone):
+		ev.Outcome = OutcomeLost
+	case err != nil:
+		ev.Outcome = c.failure(context.Background(), err)
+	}
+	c.o.observer.Observe(context.Background(), ev)
+}
+
+// observeWake reports a waiter woken: by an announcement (or its turn), or by its timer.
+func (c *Client) observeWake(ctx context.Context, key string, woken bool) {
+	if c.o.observer == nil {
+		return
+	}
+	ev := Event{Kind: KindWake, Key: key, Outcome: OutcomeTimer}
+	if woken {
+		ev.Outcome = OutcomeWoken
+	}
+	c.o.observer.Observe(ctx, ev)
+}
+
+// observeFenceRaise reports the raise of lagging masters to fence.
+func (c *Client) observeFenceRaise(ctx context.Context, key string, fence int64, lagging int, res *fanout.Result[struct{}], err error) {
+	if c.o.observer == nil {
+		return
+	}
+	ev := Event{Kind: KindFenceRaise, Key: key, Fence: fence, Lagging: lagging, Err: err, Outcome: OutcomeFailed}
+	if err == nil {
+		ev.Raised = len(res.Yes)
+		if res.OK() {
+			ev.Outcome = OutcomeRaised
+		}
+	}
+	c.o.observer.Observe(ctx, ev)
+}
+
+// observeSilence reports master i turning silent, or heard again. The
+// silence is judged where a round asks for it; each change is reported once.
+func (c *Client) observeSilence(i int, silent bool) {
+	if c.o.observer == nil || i >= len(c.silenced) || c.silenced[i].Load() == silent ||
+		!c.silenced[i].CompareAndSwap(!silent, silent) {
+		return
+	}
+	ev := Event{Kind: KindMaster, Master: c.nodes[i].addr(), State: MasterHeard}
+	if silent {
+		ev.State, ev.Reason = MasterSilent, "no reply"
+	}
+	c.o.observer.Observe(context.Background(), ev)
+}
+
+// observeCondition reports a master's change of condition as the log
+// reports it: it answers again, or it fails, for a while or until its
+// configuration changes.
+func observeCondition(obs Observer, addr, prev, kind string) {
+	if obs == nil || kind == prev {
+		return
+	}
+	ev := Event{Kind: KindMaster, Master: addr, State: MasterUp, Reason: prev}
+	switch {
+	case kind == "":
+	case remedy(kind) == "":
+		ev.State, ev.Reason = MasterDown, kind
+	default:
+		ev.State, ev.Reason = MasterFailing, kind
+	}
+	obs.Observe(context.Background(), ev)
+}
+
+// guardChange is the guard's change of a master's state, kept while the
+// guard's mutex is held and reported once it is released.
+type guardChange struct {
+	obs    Observer
+	events [2]Event
+	n      int
+}
+
+// note records the change a health read makes, if any: the same changes
+// report logs, judged before it updates what it logged.
+func (g *guard) note(ch *guardChange, addr string, prev, h *health, f fields, kind string) {
+	if g.obs == nil {
+		return
+	}
+	ch.obs = g.obs
+	add := func(ev Event) {
+		if ch.n < len(ch.events) {
+			ev.Kind, ev.Master = KindMaster, addr
+			ch.events[ch.n] = ev
+			ch.n++
+		}
+	}
+	if kind != g.notes.kind {
+		switch {
+		case kind == "voting" && g.notes.kind != "":
+			add(Event{State: MasterVoting, Reason: kind})
+		case kind == "unreadable-trusted" || kind == "may-evict-trusted":
+			add(Event{State: MasterDegraded, Reason: kind})
+		case h.veto != "":
+			add(Event{State: MasterQuarantined, Reason: kind})
+		}
+	}
+	if f.configDenied != g.notes.config && f.unreadable == "" && f.configDenied != "" {
+		add(Event{State: MasterDegraded, Reason: "config-unreadable"})
+	}
+	if !h.known || h.veto != "" {
+		return
+	}
+	w := g.window()
+	if w <= 0 {
+		return
+	}
+	switch {
+	case !h.promotedAt.IsZero() && (prev == nil || prev.promotedAt.IsZero() || prev.identity() != h.identity()):
+		add(Event{State: MasterQuarantined, Reason: "promoted", Until: h.promotedAt.Add(w)})
+	case h.durable:
+	case prev != nil && prev.runID != h.runID:
+		reason := "restarted"
+		if h.seenAt.Sub(h.startedAt) >= w {
+			reason = "replaced"
+		}
+		add(Event{State: MasterQuarantined, Reason: reason, Until: h.bootAt.Add(w)})
+	case prev == nil && h.seenAt.Sub(h.startedAt) < w:
+		add(Event{State: MasterQuarantined, Reason: "restarted", Until: h.bootAt.Add(w)})
+	}
+}
+
+// report hands the observer the changes noted, after the guard's mutex is
+// released.
+func (ch *guardChange) report() {
+	for _, ev := range ch.events[:ch.n] {
+		ch.obs.Observe(context.Background(), ev)
+	}
+}
+
+// isNilObserver reports a nil observer, a typed nil inside the interface
+// included.
+func isNilObserver(obs Observer) bool {
+	if obs == nil {
+		return true
+	}
+	v := reflect.ValueOf(obs)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// next numbers the call's next attempt.
+func (k *call) next() int {
+	k.attempts++
+	return k.attempts
+}
