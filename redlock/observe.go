@@ -128,11 +128,17 @@ const (
 // Event is one thing the client did. Kind says which fields are set; the
 // others are zero.
 type Event struct {
-	Kind    Kind
-	Op      Op // KindCall: the call
-	Key     string
+	// Kind says what the event reports.
+	Kind Kind
+	// Op is the call a KindCall event ends.
+	Op Op
+	// Key is the lock's key; "" for KindMaster. Keys are unbounded: a
+	// metric must not take one as an attribute.
+	Key string
+	// Outcome is how it ended (see Outcome).
 	Outcome Outcome
-	Err     error // the error returned, or the cause; nil on success
+	// Err is the error returned, or the cause; nil on success.
+	Err error
 	// Duration is how long the attempt or the call took.
 	Duration time.Duration
 	// Held is how long the lock was held, by this client's clock, when it
@@ -146,7 +152,8 @@ type Event struct {
 	Votes Votes
 	// Master is the address of the master a KindMaster event is about.
 	Master string
-	State  MasterState
+	// State is the master's new state.
+	State MasterState
 	// Reason says why, in a word from a fixed set (see MasterState).
 	Reason string
 	// Until is when a quarantine ends, as known now; zero when it lasts
