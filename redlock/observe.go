@@ -122,7 +122,7 @@ const (
 	// MasterDegraded: it votes, but the guard is partly blind there
 	// (Reason: unreadable-trusted, may-evict-trusted, config-unreadable).
 	MasterDegraded MasterState = "degraded"
-	MasterVoting   MasterState = "voting" // the guard counts its votes again
+	MasterVoting   MasterState = "voting" // the guard counts its votes: at first sight, or again
 )
 
 // Event is one thing the client did. Kind says which fields are set; the
@@ -450,7 +450,9 @@ func (g *guard) note(ch *guardChange, addr string, prev, h *health, f fields, ki
 	}
 	if kind != g.notes.kind {
 		switch {
-		case kind == "voting" && g.notes.kind != "":
+		case kind == "voting":
+			// Again, or at first sight: the log is silent on the latter, but
+			// a gauge wants every master from its first answer.
 			add(Event{State: MasterVoting, Reason: kind})
 		case kind == "unreadable-trusted" || kind == "may-evict-trusted":
 			add(Event{State: MasterDegraded, Reason: kind})
@@ -480,6 +482,9 @@ func (g *guard) note(ch *guardChange, addr string, prev, h *health, f fields, ki
 		add(Event{State: MasterQuarantined, Reason: reason, Until: h.bootAt.Add(w)})
 	case prev == nil && h.seenAt.Sub(h.startedAt) < w:
 		add(Event{State: MasterQuarantined, Reason: "restarted", Until: h.bootAt.Add(w)})
+	}
+	if ch.n == 2 && ch.events[0].State == MasterVoting && ch.events[1].State == MasterQuarantined {
+		ch.events[0], ch.n = ch.events[1], 1 // at first sight, quarantined: it does not vote
 	}
 }
 
