@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +105,41 @@ func TestPrometheus_ScrapeHasTheLocksSeries(t *testing.T) {
 	}
 	got := append(series(fams, "quorumlock_master_quarantined"), series(fams, "quorumlock_master_state")...)
 	assert.ElementsMatch(t, want, got)
+}
+
+// docs/observability.md lists every instrument, with the Prometheus name a
+// scrape shows.
+func TestPrometheus_DocsListEveryInstrument(t *testing.T) {
+	doc, err := os.ReadFile("../docs/observability.md")
+	require.NoError(t, err)
+	for _, name := range []string{otel.MetricAttempts, otel.MetricAcquireDuration, otel.MetricWaitDuration,
+		otel.MetricExtensions, otel.MetricReleases, otel.MetricHeldDuration, otel.MetricHeld, otel.MetricLosses,
+		otel.MetricHandovers, otel.MetricWakeups, otel.MetricFenceRaises, otel.MetricMasterChanges,
+		otel.MetricMasterState, otel.MetricMasterQuarantined} {
+		assert.Contains(t, string(doc), "| `"+name+"` |", "the table lists %s", name)
+	}
+	for _, name := range []string{otel.SpanLock, otel.SpanTryLock, otel.SpanExtend, otel.SpanRelease, otel.SpanDo} {
+		assert.Contains(t, string(doc), "`"+name+"`")
+	}
+
+	srv := redistest.Start(t, 3, redistest.Ephemeral)
+	obs, url := servePrometheus(t)
+	c, err := redlock.NewFromAddrs(redistest.Addrs(srv), redlock.WithObserver(obs), redlock.WithRestartGuard(0), redlock.WithLogger(quiet()))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k", 10*time.Second, redlock.WithAutoExtend())
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	require.NoError(t, l.Release(ctx))
+	fams, err := scrape(url)
+	require.NoError(t, err)
+	n := 0
+	for name := range fams {
+		if strings.HasPrefix(name, "quorumlock_") {
+			n++
+			assert.Contains(t, string(doc), "| `"+name+"` |", "the table gives the Prometheus name %s", name)
+		}
+	}
+	assert.GreaterOrEqual(t, n, 10)
 }
