@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -425,4 +426,119 @@ func TestObserver_Unset_AllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 	assert.True(t, l.heldSince.IsZero(), "no clock read")
+}
+
+// lockCheck is a recorder that checks, at each event, that the client holds
+// none of its own locks the event could come from: each guard's, each
+// master's condition's, the waiters' hub's, and the operation mutex of the
+// locks the test names.
+type lockCheck struct {
+	recorder
+	c *Client
+
+	mu     sync.Mutex
+	locks  []*Lock
+	caught []string // the events that came while a lock was held
+}
+
+func (lc *lockCheck) watch(l *Lock) {
+	lc.mu.Lock()
+	lc.locks = append(lc.locks, l)
+	lc.mu.Unlock()
+}
+
+// free reports whether m can be taken within 100ms: a mutex the observer's
+// own goroutine holds never can; one another goroutine holds for a moment
+// can.
+func free(m *sync.Mutex) bool {
+	for range 100 {
+		if m.TryLock() {
+			m.Unlock()
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+func (lc *lockCheck) Observe(ctx context.Context, ev Event) {
+	var held []string
+	for i, n := range lc.c.nodes {
+		m := n.(*master)
+		m.guards.by.Range(func(_, g any) bool {
+			if !free(&g.(*guard).mu) {
+				held = append(held, fmt.Sprintf("guard of master %d", i))
+			}
+			return true
+		})
+		if cond := m.conds.own.Load(); cond != nil && !free(&cond.mu) {
+			held = append(held, fmt.Sprintf("condition of master %d", i))
+		}
+	}
+	if !free(&lc.c.hub.mu) {
+		held = append(held, "hub")
+	}
+	lc.mu.Lock()
+	locks := slices.Clone(lc.locks)
+	lc.mu.Unlock()
+	for _, l := range locks {
+		if !free(&l.op) || !free(&l.mu) {
+			held = append(held, "lock "+l.req.key)
+		}
+	}
+	if len(held) > 0 {
+		lc.mu.Lock()
+		lc.caught = append(lc.caught, fmt.Sprintf("%s %s %s: %v", ev.Kind, ev.Op, ev.State, held))
+		lc.mu.Unlock()
+	}
+	lc.recorder.Observe(ctx, ev)
+}
+
+// The observer is never called while the client holds a lock of its own:
+// not for a guard's change of state, a hand-over within a Release, a loss
+// found by Extend, nor any other event.
+func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
+	srv := masters(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	guarded := &lockCheck{}
+	gc := client(t, srv, WithObserver(guarded), WithRestartGuard(time.Minute))
+	guarded.c = gc
+	_, err := gc.TryLock(ctx, "k", time.Second)
+	require.ErrorIs(t, err, ErrQuarantined)
+	require.NotEmpty(t, guarded.of(KindMaster))
+
+	lc := &lockCheck{}
+	c := client(t, srv, WithObserver(lc), WithRetry(ConstantBackoff(time.Minute)))
+	lc.c = c
+	first, err := c.TryLock(ctx, "h", 10*time.Second)
+	require.NoError(t, err)
+	lc.watch(first)
+	require.NoError(t, first.Extend(ctx, 10*time.Second))
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := c.Lock(ctx, "h", 10*time.Second)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	eventually(t, "a waiter between attempts", func() bool {
+		c.hub.mu.Lock()
+		defer c.hub.mu.Unlock()
+		q := c.hub.queues["h"]
+		return q != nil && len(q.waiters) == 1 && !q.waiters[0].busy && len(lc.of(KindAttempt)) >= 3
+	})
+	require.NoError(t, first.Release(ctx))
+	second := <-got
+	require.NotNil(t, second)
+	lc.watch(second)
+	require.Len(t, lc.of(KindHandOver), 1)
+	for _, s := range srv {
+		do(t, s, "DEL", stored("h"))
+	}
+	require.ErrorIs(t, second.Extend(ctx, 10*time.Second), ErrLockLost)
+	require.Len(t, lc.of(KindLost), 1)
+
+	assert.Empty(t, guarded.caught)
+	assert.Empty(t, lc.caught)
 }
