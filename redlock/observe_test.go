@@ -503,7 +503,7 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	defer cancel()
 
 	guarded := &lockCheck{}
-	gc := client(t, srv, WithObserver(guarded), WithRestartGuard(time.Minute))
+	gc := client(t, srv, WithObserver(guarded), WithRestartGuard(time.Minute), WithNodeTimeout(time.Second))
 	guarded.c = gc
 	_, err := gc.TryLock(ctx, "k", time.Second)
 	require.ErrorIs(t, err, ErrQuarantined)
