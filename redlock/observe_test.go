@@ -505,7 +505,7 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	guarded := &lockCheck{}
 	gc := client(t, srv, WithObserver(guarded), WithRestartGuard(time.Minute), WithNodeTimeout(time.Second))
 	guarded.c = gc
-	_, err := gc.TryLock(ctx, "k", time.Second)
+	_, err := gc.TryLock(ctx, "k", 10*time.Second)
 	require.ErrorIs(t, err, ErrQuarantined)
 	require.NotEmpty(t, guarded.of(KindMaster))
 
