@@ -510,7 +510,7 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	require.NotEmpty(t, guarded.of(KindMaster))
 
 	lc := &lockCheck{}
-	c := client(t, srv, WithObserver(lc), WithRetry(ConstantBackoff(time.Minute)))
+	c := client(t, srv, WithObserver(lc), WithRetry(ConstantBackoff(time.Minute)), WithNodeTimeout(time.Second))
 	lc.c = c
 	first, err := c.TryLock(ctx, "h", 10*time.Second)
 	require.NoError(t, err)
