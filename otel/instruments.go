@@ -1,10 +1,13 @@
 package otel
 
 import (
+	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/quorumlock/quorumlock/internal/lockmetrics"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -69,50 +72,68 @@ const (
 // master reports 1 for its state and 0 for the others.
 var States = [...]redlock.MasterState{redlock.MasterUp, redlock.MasterDown, redlock.MasterFailing, redlock.MasterSilent}
 
-// durationBuckets suit a lock: a round trip on a LAN is a millisecond or
-// less, a wait for a busy key seconds.
-var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
-
+// instruments are the catalogue's, by ID (see internal/lockmetrics): the
+// sums as int64 counters, the histograms as float64 ones in seconds, the
+// gauges observed.
 type instruments struct {
-	attempts, extensions, releases, losses, handovers, wakeups, fenceRaises, masterChanges metric.Int64Counter
-	acquire, wait, heldTime                                                                metric.Float64Histogram
-	held                                                                                   metric.Int64UpDownCounter
-	masterState, masterQuarantined                                                         metric.Int64ObservableGauge
+	counters   map[lockmetrics.ID]metric.Int64Counter
+	upDowns    map[lockmetrics.ID]metric.Int64UpDownCounter
+	histograms map[lockmetrics.ID]metric.Float64Histogram
+	gauges     map[lockmetrics.ID]metric.Int64ObservableGauge
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
-	var ins instruments
-	var errs [14]error
-	ins.attempts, errs[0] = m.Int64Counter(MetricAttempts, metric.WithUnit("{attempt}"),
-		metric.WithDescription("Acquisition attempts, by outcome."))
-	ins.acquire, errs[1] = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
-		metric.WithDescription("How long each acquisition attempt took, by outcome."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	ins.wait, errs[2] = m.Float64Histogram(MetricWaitDuration, metric.WithUnit("s"),
-		metric.WithDescription("How long a Lock or TryLock call took, waiting included, by operation and outcome."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	ins.extensions, errs[3] = m.Int64Counter(MetricExtensions, metric.WithUnit("{extension}"),
-		metric.WithDescription("Extensions, by outcome, and whether the client made them on its own."))
-	ins.releases, errs[4] = m.Int64Counter(MetricReleases, metric.WithUnit("{release}"),
-		metric.WithDescription("Release calls, by outcome."))
-	ins.heldTime, errs[5] = m.Float64Histogram(MetricHeldDuration, metric.WithUnit("s"),
-		metric.WithDescription("How long locks were held until released."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	ins.held, errs[6] = m.Int64UpDownCounter(MetricHeld, metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks held now: obtained, and neither released nor lost."))
-	ins.losses, errs[7] = m.Int64Counter(MetricLosses, metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks lost while held."))
-	ins.handovers, errs[8] = m.Int64Counter(MetricHandovers, metric.WithUnit("{handover}"),
-		metric.WithDescription("Locks passed straight from a Release to a waiter of the same client, by outcome."))
-	ins.wakeups, errs[9] = m.Int64Counter(MetricWakeups, metric.WithUnit("{wakeup}"),
-		metric.WithDescription("Waiters of Lock woken to try again: by a release's announcement (woken) or by their timer."))
-	ins.fenceRaises, errs[10] = m.Int64Counter(MetricFenceRaises, metric.WithUnit("{raise}"),
-		metric.WithDescription("Acquisitions that raised lagging masters' fence counters, by outcome."))
-	ins.masterChanges, errs[11] = m.Int64Counter(MetricMasterChanges, metric.WithUnit("{change}"),
-		metric.WithDescription("Masters' changes of state, by master, state and reason."))
-	ins.masterState, errs[12] = m.Int64ObservableGauge(MetricMasterState, metric.WithUnit("{master}"),
-		metric.WithDescription("1 for each master's state (up, down, failing, silent), 0 for the others."))
-	ins.masterQuarantined, errs[13] = m.Int64ObservableGauge(MetricMasterQuarantined, metric.WithUnit("{master}"),
-		metric.WithDescription("1 while the restart guard keeps the master's votes out of the quorum."))
-	return ins, errors.Join(errs[:]...)
+	ins := instruments{
+		counters:   map[lockmetrics.ID]metric.Int64Counter{},
+		upDowns:    map[lockmetrics.ID]metric.Int64UpDownCounter{},
+		histograms: map[lockmetrics.ID]metric.Float64Histogram{},
+		gauges:     map[lockmetrics.ID]metric.Int64ObservableGauge{},
+	}
+	var errs []error
+	for _, in := range lockmetrics.Catalogue() {
+		var err error
+		switch in.Kind {
+		case lockmetrics.Counter:
+			ins.counters[in.ID], err = m.Int64Counter(in.Name, metric.WithUnit(in.Unit), metric.WithDescription(in.Description))
+		case lockmetrics.UpDownCounter:
+			ins.upDowns[in.ID], err = m.Int64UpDownCounter(in.Name, metric.WithUnit(in.Unit), metric.WithDescription(in.Description))
+		case lockmetrics.Histogram:
+			ins.histograms[in.ID], err = m.Float64Histogram(in.Name, metric.WithUnit(in.Unit), metric.WithDescription(in.Description),
+				metric.WithExplicitBucketBoundaries(lockmetrics.Buckets()...))
+		case lockmetrics.Gauge:
+			ins.gauges[in.ID], err = m.Int64ObservableGauge(in.Name, metric.WithUnit(in.Unit), metric.WithDescription(in.Description))
+		}
+		errs = append(errs, err)
+	}
+	return ins, errors.Join(errs...)
+}
+
+// observables lists the gauges, for the callback's registration.
+func (ins instruments) observables() []metric.Observable {
+	var out []metric.Observable
+	for _, g := range ins.gauges {
+		out = append(out, g)
+	}
+	return out
+}
+
+// set is the attribute set of a measurement's attributes.
+func set(attrs []lockmetrics.Attr) attribute.Set {
+	kvs := make([]attribute.KeyValue, len(attrs))
+	for i, a := range attrs {
+		kvs[i] = attribute.String(a.Key, a.Value)
+	}
+	return attribute.NewSet(kvs...)
+}
+
+// record adds one measurement to its instrument.
+func (ins instruments) record(ctx context.Context, id lockmetrics.ID, v float64, attrs ...lockmetrics.Attr) {
+	opt := metric.WithAttributeSet(set(attrs))
+	if c, ok := ins.counters[id]; ok {
+		c.Add(ctx, int64(v), opt)
+	} else if u, ok := ins.upDowns[id]; ok {
+		u.Add(ctx, int64(v), opt)
+	} else if h, ok := ins.histograms[id]; ok {
+		h.Record(ctx, v, opt)
+	}
 }

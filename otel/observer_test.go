@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -261,8 +262,10 @@ func TestObserver_RestartedMasterIsQuarantined(t *testing.T) {
 	for _, a := range addrs {
 		assert.Equal(t, int64(1), quar[master+a])
 	}
+	n := 0 // a key of its own each time: a release returns at a quorum, and a delete may still be on its way
 	eventually(t, "the masters age past the window", func() bool {
-		l, err := c.TryLock(ctx, "k", time.Second)
+		n++
+		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", n), time.Second)
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			return false
@@ -274,7 +277,8 @@ func TestObserver_RestartedMasterIsQuarantined(t *testing.T) {
 	require.NoError(t, srv[0].Kill())
 	require.NoError(t, srv[0].Restart(redistest.Ephemeral))
 	eventually(t, "master 0 seen restarted", func() bool {
-		l, err := c.TryLock(ctx, "k", time.Second)
+		n++
+		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", n), time.Second)
 		require.NoError(t, err, "the other two vote")
 		require.NoError(t, l.Release(ctx))
 		return points(t, r.metrics(t), otel.MetricMasterQuarantined, "{master}")[master+addrs[0]] == 1
@@ -300,8 +304,12 @@ func TestObserver_PausedMasterIsSilent(t *testing.T) {
 	r := newRig(t)
 	c := r.client(t, addrs, redlock.WithRestartGuard(0))
 	ctx := context.Background()
+	n := 0
 	try := func() {
-		l, err := c.TryLock(ctx, "k", 10*time.Second)
+		// A key of its own each time: a release returns at a quorum, and
+		// the delete on a master left out of it may still be on its way.
+		n++
+		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", n), 10*time.Second)
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"time"
-
-	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
 // Observer receives what the client does, as events, for metrics and
@@ -310,6 +308,7 @@ func (c *Client) reportAttempt(ctx context.Context, key string, n int, a outcome
 			ev.Outcome = OutcomeExpired
 		}
 	}
+	c.reportFenceRaise(ctx, key, a.raise)
 	c.o.observer.Observe(ctx, ev)
 }
 
@@ -379,17 +378,49 @@ func (c *Client) observeWake(ctx context.Context, key string, woken bool) {
 	c.o.observer.Observe(ctx, ev)
 }
 
-// observeFenceRaise reports the raise of lagging masters to fence.
-func (c *Client) observeFenceRaise(ctx context.Context, key string, fence int64, lagging int, res *fanout.Result[struct{}], err error) {
+// fenceNote is an attempt's raise of lagging masters' counters to the
+// fence (see settleFence), reported with the attempt: a hand-over's attempt
+// runs under the Release's lock.
+type fenceNote struct {
+	fence           int64
+	lagging, raised int
+	err             error
+}
+
+// noteFence notes the raise settleFence made after round won, if it made
+// one; raised and err are what it returned.
+func (c *Client) noteFence(won round, raised []int, err error) fenceNote {
 	if c.o.observer == nil {
+		return fenceNote{}
+	}
+	var n fenceNote
+	for _, i := range won.res.Yes {
+		a, _, _ := won.answer(i)
+		n.fence = max(n.fence, a.grant.Counter)
+	}
+	atFence := 0
+	for _, i := range won.res.Yes {
+		if a, _, _ := won.answer(i); a.grant.Counter < n.fence {
+			n.lagging++
+		} else {
+			atFence++
+		}
+	}
+	if atFence >= c.quorum {
+		return fenceNote{} // no raise was needed
+	}
+	n.raised, n.err = len(raised), err
+	return n
+}
+
+// reportFenceRaise reports an attempt's raise, if it made one.
+func (c *Client) reportFenceRaise(ctx context.Context, key string, n fenceNote) {
+	if n.lagging == 0 {
 		return
 	}
-	ev := Event{Kind: KindFenceRaise, Key: key, Fence: fence, Lagging: lagging, Err: err, Outcome: OutcomeFailed}
-	if err == nil {
-		ev.Raised = len(res.Yes)
-		if res.OK() {
-			ev.Outcome = OutcomeRaised
-		}
+	ev := Event{Kind: KindFenceRaise, Key: key, Fence: n.fence, Lagging: n.lagging, Raised: n.raised, Err: n.err, Outcome: OutcomeRaised}
+	if n.err != nil {
+		ev.Outcome = OutcomeFailed
 	}
 	c.o.observer.Observe(ctx, ev)
 }
