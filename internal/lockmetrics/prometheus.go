@@ -150,7 +150,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 func (r *Registry) WriteText(w io.Writer) error {
 	gauges := map[ID][]string{}
 	r.masters.Observe(r.now(), func(id ID, v float64, attrs ...Attr) {
-		gauges[id] = append(gauges[id], fmt.Sprintf("{%s} %s", labelsOf(attrs), num(v)))
+		gauges[id] = append(gauges[id], braces(labelsOf(attrs))+" "+num(v))
 	})
 	bw := bufio.NewWriter(w)
 	r.mu.Lock()
@@ -173,7 +173,7 @@ func (r *Registry) WriteText(w io.Writer) error {
 			}
 		default:
 			for _, p := range r.series[in.ID] {
-				lines = append(lines, fmt.Sprintf("{%s} %s", p.labels, num(p.value)))
+				lines = append(lines, braces(p.labels)+" "+num(p.value))
 			}
 		}
 		if len(lines) == 0 {
@@ -213,9 +213,17 @@ func histogramLines(name string, p *point, bounds []float64) []string {
 		}
 		out = append(out, fmt.Sprintf("%s_bucket{%s%sle=%q} %d", name, p.labels, sep, le, cum))
 	}
-	out = append(out, fmt.Sprintf("%s_sum{%s} %s", name, p.labels, num(p.value)))
-	out = append(out, fmt.Sprintf("%s_count{%s} %d", name, p.labels, p.n))
+	out = append(out, fmt.Sprintf("%s_sum%s %s", name, braces(p.labels), num(p.value)))
+	out = append(out, fmt.Sprintf("%s_count%s %d", name, braces(p.labels), p.n))
 	return out
+}
+
+// braces puts labels in braces; none, no braces.
+func braces(labels string) string {
+	if labels == "" {
+		return ""
+	}
+	return "{" + labels + "}"
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
