@@ -68,9 +68,9 @@ const (
 	SpanDo      = "redlock.Do"
 )
 
-// States are the values of quorumlock.master.state's state attribute: each
-// master reports 1 for its state and 0 for the others.
-var States = [...]redlock.MasterState{redlock.MasterUp, redlock.MasterDown, redlock.MasterFailing, redlock.MasterSilent}
+// States returns the values of quorumlock.master.state's state attribute:
+// each master reports 1 for its state and 0 for the others.
+func States() []redlock.MasterState { return lockmetrics.States() }
 
 // instruments are the catalogue's, by ID (see internal/lockmetrics): the
 // sums as int64 counters, the histograms as float64 ones in seconds, the
