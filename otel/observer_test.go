@@ -189,6 +189,12 @@ func TestObserver_ContendedKey(t *testing.T) {
 	for _, name := range []string{otel.MetricLosses, otel.MetricHandovers, otel.MetricExtensions, otel.MetricMasterQuarantined + "x"} {
 		assert.NotContains(t, ms, name, "nothing of that happened")
 	}
+	for name, m := range ms {
+		for series := range points(t, ms, name, m.Unit) {
+			assert.NotContains(t, series, "=k", "%s: the key is no metric attribute", name)
+			assert.NotContains(t, series, otel.AttrKey, name)
+		}
+	}
 	state := points(t, ms, otel.MetricMasterState, "{master}")
 	quar := points(t, ms, otel.MetricMasterQuarantined, "{master}")
 	for _, a := range addrs {
