@@ -152,8 +152,9 @@ type Event struct {
 	State MasterState
 	// Reason says why, in a word from a fixed set (see MasterState).
 	Reason string
-	// Until is when a quarantine ends, as known now; zero when it lasts
-	// until a change of state says otherwise.
+	// Until is when a quarantine ends, as known now, on the client's clock
+	// (see WithClock); zero when it lasts until a change of state says
+	// otherwise.
 	Until time.Time
 	// Fence of KindFenceRaise: the fence the lagging masters were raised to.
 	Fence int64
