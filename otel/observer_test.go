@@ -186,7 +186,7 @@ func TestObserver_ContendedKey(t *testing.T) {
 	assert.Equal(t, map[string]int64{"": 0}, points(t, ms, otel.MetricHeld, "{lock}"))
 	wake := points(t, ms, otel.MetricWakeups, "{wakeup}")
 	assert.Positive(t, wake[outcome+"woken"], "the release's announcement woke the waiter")
-	for _, name := range []string{otel.MetricLosses, otel.MetricHandovers, otel.MetricExtensions, otel.MetricMasterQuarantined + "x"} {
+	for _, name := range []string{otel.MetricLosses, otel.MetricHandovers, otel.MetricExtensions} {
 		assert.NotContains(t, ms, name, "nothing of that happened")
 	}
 	for name, m := range ms {

@@ -546,3 +546,35 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	assert.Empty(t, guarded.caught)
 	assert.Empty(t, lc.caught)
 }
+
+// Masters that vote while the guard is partly blind there are degraded,
+// each reported once, with why.
+func TestObserver_Degraded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rules  []string
+		opts   []Option
+		events []string
+	}{
+		{"INFO denied, trusted as asked", []string{"~*", "&*", "+@all", "-info"}, []Option{WithTrustUnreadable()},
+			[]string{"degraded unreadable-trusted"}},
+		{"CONFIG denied", []string{"~*", "&*", "+@all", "-config"}, nil,
+			[]string{"voting voting", "degraded config-unreadable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, urls := aclMasters(t, 3, tc.rules...)
+			rec := &recorder{}
+			c, err := NewFromAddrs(urls, append([]Option{WithRestartGuard(0), WithLogger(quiet()), WithObserver(rec)}, tc.opts...)...)
+			require.NoError(t, err)
+			defer c.Close()
+			for i := range 3 {
+				l, err := c.TryLock(context.Background(), fmt.Sprintf("k%d", i), 10*time.Second)
+				require.NoError(t, err)
+				require.NoError(t, l.Release(context.Background()))
+			}
+			for _, u := range urls {
+				assert.Equal(t, tc.events, rec.masters(u[len("redis://app:secret@"):]))
+			}
+		})
+	}
+}
