@@ -117,7 +117,7 @@ func points(t *testing.T, ms map[string]metricdata.Metrics, name, unit string) m
 	return out
 }
 
-// spanNames returns the ended spans' names, with their parent's name.
+// ended returns the spans ended so far.
 func (r *rig) ended() []sdktrace.ReadOnlySpan { return r.spans.Ended() }
 
 func eventually(t *testing.T, what string, cond func() bool) {
