@@ -1,16 +1,17 @@
 # The test command of the README and of CI is `make test`.
 GO      ?= go
 # Modules with their own go.mod: the chaos suite, the side-by-side benchmarks,
-# the fencing guard's tests against real databases, and one per driver adapter
-# (driver/<name>), so that a user of one client library never downloads another.
+# the fencing guard's tests against real databases, the OpenTelemetry observer
+# (otel), and one per driver adapter (driver/<name>), so that a user of one
+# client library never downloads another.
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
-MODULES := chaos bench fencing/sqltest $(DRIVERS)
+MODULES := chaos bench fencing/sqltest otel $(DRIVERS)
 
-.PHONY: test setup lint unit drivers redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
+.PHONY: test setup lint unit drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
 
 # setup first, even under -j: the rest needs what it installs.
 test: setup
-	@$(MAKE) --no-print-directory lint unit drivers benchtest fencingtest model chaos
+	@$(MAKE) --no-print-directory lint unit drivers oteltest benchtest fencingtest model chaos
 
 # What the tests need (see the script): as root, it installs the missing
 # Debian packages; as another user with one missing, it stops at once and
@@ -35,6 +36,11 @@ unit: redis60
 # its own tests, against real redis-server processes.
 drivers:
 	@for m in $(DRIVERS); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# The OpenTelemetry observer's module: the real SDK's metrics and spans, and
+# its Prometheus example, from real scenarios on redis-server processes.
+oteltest:
+	@if [ -f otel/go.mod ]; then cd otel && $(GO) test -race -count=1 ./...; fi
 
 # Redis 6.0 for those tests, fetched once into the user's cache directory (see the script).
 redis60:

@@ -20,6 +20,9 @@ type outcome struct {
 	err   error
 	hint  time.Duration // when the holder's keys will have expired on enough masters; 0 if unknown
 	split bool          // nobody holds a quorum: retry soon, with jitter
+	votes round         // the last round, for the observer; zero when none was made
+	raise fenceNote     // the raise of lagging masters, for the observer
+	took  time.Duration // how long the attempt took
 }
 
 // round is one fan-out of the acquire script with the attempt's token: each
@@ -138,19 +141,21 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	var raised []int
 	ok := last.res.OK()
 	var fenceErr error
+	var raise fenceNote
 	if ok {
 		fence, raised, fenceErr = c.settleFence(ctx, req, last, timeout)
 		ok = fenceErr == nil
+		raise = c.noteFence(last, raised, fenceErr)
 	}
 	elapsed := c.o.clock.Since(start)
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
-		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised)}
+		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised), votes: last, took: elapsed, raise: raise}
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
-	out := outcome{hint: c.expiryHint(last)}
+	out := outcome{hint: c.expiryHint(last), votes: last, took: elapsed, raise: raise}
 	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum

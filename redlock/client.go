@@ -31,6 +31,7 @@ type Client struct {
 	// silentOf is c.silent, bound once: a round's fan-out takes it without
 	// an allocation.
 	silentOf func(i int) bool
+	silenced []atomic.Bool // each master's silence as last reported to the observer
 
 	work      *work         // operations in flight and the writes they still owe
 	closing   chan struct{} // closed by Close: waiters, watchdogs and retries stop
@@ -69,7 +70,7 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
 		nodes[i] = newMaster(p, c.scripts, names, c.o.clock,
 			newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
-			&conditions{log: c.o.logger, node: p.Addr()})
+			&conditions{log: c.o.logger, node: p.Addr(), obs: c.o.observer})
 	}
 	c.attach(nodes)
 	return c, nil
@@ -117,6 +118,7 @@ func build(n int, opts []Option) (*Client, error) {
 func (c *Client) attach(nodes []node) {
 	c.nodes = nodes
 	c.silentOf = c.silent
+	c.silenced = make([]atomic.Bool, len(nodes))
 	c.hub = newHub(c)
 }
 

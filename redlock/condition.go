@@ -22,6 +22,7 @@ type condition struct {
 	addr   string
 	what   string // what fails: "master" when empty
 	effect string // what that means; "its votes do not count until this clears" when empty
+	obs    Observer
 
 	mu   sync.Mutex
 	kind string // "" while the master answers
@@ -45,6 +46,7 @@ func (c *condition) note(err error) {
 	}
 	c.kind = kind
 	c.mu.Unlock()
+	observeCondition(c.obs, c.addr, prev, kind)
 	what, effect := c.what, c.effect
 	if what == "" {
 		what, effect = "master", "its votes do not count until this clears"
@@ -70,6 +72,7 @@ func (c *condition) note(err error) {
 type conditions struct {
 	log  *slog.Logger
 	node string // the node's address, logged beside a shard's
+	obs  Observer
 
 	own      atomic.Pointer[condition] // the node's own, made on first use
 	byServer sync.Map                  // another server → *condition
@@ -83,13 +86,13 @@ func (cs *conditions) of(server string) *condition {
 		if c := cs.own.Load(); c != nil {
 			return c
 		}
-		cs.own.CompareAndSwap(nil, &condition{log: cs.log, addr: cs.node})
+		cs.own.CompareAndSwap(nil, &condition{log: cs.log, addr: cs.node, obs: cs.obs})
 		return cs.own.Load()
 	}
 	if c, ok := cs.byServer.Load(server); ok {
 		return c.(*condition)
 	}
-	c := &condition{log: cs.log.With("node", cs.node), addr: server}
+	c := &condition{log: cs.log.With("node", cs.node), addr: server, obs: cs.obs}
 	got, _ := cs.byServer.LoadOrStore(server, c)
 	return got.(*condition)
 }

@@ -17,10 +17,12 @@ import (
 // error for which errors.Is(err, ErrLockLost) holds, joined with fn's own.
 // fn must stop touching the protected resource when its ctx is done. A
 // release that finds the lock already gone also reports ErrLockLost.
-func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
+func (c *Client) Do(ctx context.Context, key string, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) (err error) {
 	if fn == nil {
 		return invalid("nil function")
 	}
+	ctx, obs := c.begin(ctx, OpDo, key)
+	defer obs.end(&err)
 	l, err := c.Lock(ctx, key, ttl, append(opts[:len(opts):len(opts)], WithAutoExtend())...)
 	if err != nil {
 		return err

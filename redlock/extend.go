@@ -16,14 +16,14 @@ import (
 // positive; then Until moves on. Otherwise the lock must be treated as lost:
 // Extend returns an error wrapping ErrLockLost, closes Done, and Err reports
 // the loss. A reentrant lock's TTL is never shortened.
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := l.checkObtained(); err != nil {
 		return err
 	}
 	if ctx == nil {
 		return invalid("nil context")
 	}
-	ttl, err := l.c.checkKeyTTL(ctx, l.req.key, ttl)
+	ttl, err = l.c.checkKeyTTL(ctx, l.req.key, ttl)
 	if err != nil {
 		return err
 	}
@@ -34,6 +34,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	defer l.c.work.done()
+	ctx, obs := l.beginOn(ctx, OpExtend)
+	// Deferred before l.op is taken: the observer hears of the end after it is released.
+	defer obs.end(&err)
 	l.op.Lock()
 	defer l.op.Unlock()
 	if err := l.checkHeld(); err != nil {

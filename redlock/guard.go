@@ -84,6 +84,7 @@ type guard struct {
 	// trustEviction and trustUnreadable: see WithTrustEviction and
 	// WithTrustUnreadable.
 	trustEviction, trustUnreadable bool
+	obs                            Observer
 
 	mu      sync.Mutex // serialises observe
 	state   atomic.Pointer[health]
@@ -105,7 +106,7 @@ type guardNotes struct {
 
 // newGuard returns the guard of one master.
 func newGuard(o *options, window func() time.Duration) *guard {
-	return &guard{clock: o.clock, log: o.logger, window: window, trustEviction: o.trustEviction, trustUnreadable: o.trustUnreadable}
+	return &guard{clock: o.clock, log: o.logger, window: window, trustEviction: o.trustEviction, trustUnreadable: o.trustUnreadable, obs: o.observer}
 }
 
 // guards holds the guards of one node: one for a standalone master (server
@@ -283,6 +284,8 @@ func readingOf(answers []any) reading {
 // restart that the last answer saw (a client paused between reading a reply
 // and recording it).
 func (g *guard) observe(addr string, rd reading, dials uint64) {
+	var change guardChange
+	defer change.report() // after the mutex is released
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if dials < g.seen.Load() {
@@ -325,6 +328,7 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 	g.state.Store(&h)
 	g.seen.Store(dials)
 	g.recheck.Store(false)
+	g.note(&change, addr, prev, &h, f, kind)
 	g.report(addr, prev, &h, f, kind)
 	if h.known {
 		g.lastKnown = &h

@@ -20,7 +20,7 @@ import "context"
 // tombstone that turns the late request away. So a master that is slow,
 // or lost a request, holds up only itself, never the hand-over on the
 // others.
-func (l *Lock) handOver(ctx context.Context) handOverResult {
+func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
 	if l.req.owner != "" || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		return notHandedOver
 	}
@@ -43,6 +43,7 @@ func (l *Lock) handOver(ctx context.Context) handOverResult {
 		}
 		l.releaseWhereNotTaken(a.lock.won)
 	}
+	obs.observeHandOver(a, result)
 	w.handed <- a.lock
 	return result
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,9 @@ type Lock struct {
 	stop  chan struct{} // closed to stop the watchdog; nil without one
 	ended chan struct{} // closed when the watchdog has exited
 	rearm chan struct{} // the TTL or Until changed: the watchdog replans
+
+	heldSince    time.Time   // when obtained, with an observer only
+	lossReported atomic.Bool // the observer was told of the loss
 }
 
 type lockState int8
@@ -58,6 +62,7 @@ func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Ti
 	for _, i := range raised {
 		l.fenced[i] = true
 	}
+	c.stampHeld(l)
 	if lo.autoExtend {
 		l.stop, l.ended, l.rearm = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		c.spawn(l.watch)

@@ -51,6 +51,8 @@ type options struct {
 	// trustEviction and trustUnreadable let masters vote that the guard
 	// would keep out: see WithTrustEviction and WithTrustUnreadable.
 	trustEviction, trustUnreadable bool
+	observer                       Observer // nil: no events (see WithObserver)
+	observerSet                    bool
 }
 
 func defaultOptions() options {
@@ -176,6 +178,14 @@ func WithNamespace(prefix string) Option {
 	return optionFunc(func(o *options) { o.namespace = prefix })
 }
 
+// WithObserver sets an Observer of what the client does: each attempt,
+// call, extension, release, loss, hand-over, wake-up, fence raise and
+// master's change of state (see Event). Default: none, which costs
+// nothing. Must not be nil.
+func WithObserver(obs Observer) Option {
+	return optionFunc(func(o *options) { o.observer = obs; o.observerSet = true })
+}
+
 func (o *options) validate(n int) error {
 	switch {
 	case math.IsNaN(o.drift.Factor) || o.drift.Factor < 0 || o.drift.Factor >= 1:
@@ -192,6 +202,8 @@ func (o *options) validate(n int) error {
 		return invalid("nil clock")
 	case o.logger == nil:
 		return invalid("nil logger")
+	case o.observerSet && isNilObserver(o.observer):
+		return invalid("nil observer")
 	case o.tokens == nil:
 		return invalid("nil token generator")
 	case o.restartGuard < 0 && o.restartGuard != restartGuardAuto:

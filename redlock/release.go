@@ -31,7 +31,7 @@ import (
 // what the masters did: each master's part is bounded by the node timeout.
 // The deletes still running when it returns (at a quorum) are the client's
 // to finish: Close waits for them.
-func (l *Lock) Release(ctx context.Context) error {
+func (l *Lock) Release(ctx context.Context) (err error) {
 	if err := l.checkObtained(); err != nil {
 		return err
 	}
@@ -45,6 +45,9 @@ func (l *Lock) Release(ctx context.Context) error {
 		return err
 	}
 	defer l.c.work.done()
+	ctx, obs := l.beginOn(ctx, OpRelease)
+	// Deferred before l.op is taken: the observer hears of the end after it is released.
+	defer obs.end(&err)
 	if _, dl := ctx.Deadline(); dl || ctx.Done() != nil { // a ctx that can never end needs no shield
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -59,7 +62,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		wasLost = true
 	}
 	if !wasLost {
-		switch l.handOver(ctx) {
+		switch l.handOver(ctx, &obs) {
 		case handedOver:
 			l.end(releasedState, nil)
 			return nil
@@ -69,7 +72,7 @@ func (l *Lock) Release(ctx context.Context) error {
 			return fmt.Errorf("%w: no master of the new holder's quorum still held key %q", ErrLockNotHeld, l.req.key)
 		}
 	}
-	err := l.release(ctx)
+	err = l.release(ctx)
 	switch {
 	case wasLost:
 		return ErrLockLost

@@ -21,13 +21,16 @@ import (
 // up to one node timeout for that, but not for a master that answers nothing
 // at all (paused, or cut off with its connection open), where the delete
 // follows the master's answer in the background.
-func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (_ *Lock, err error) {
 	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer c.work.done()
+	ctx, obs := c.begin(ctx, OpTryLock, key)
+	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil)
+	c.observeAttempt(ctx, key, obs.next(), a)
 	if a.err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w: %w", a.err, context.Cause(ctx))
 	}
@@ -44,12 +47,14 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 //
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
-func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (_ *Lock, err error) {
 	ttl, lo, err := c.startLockCall(ctx, key, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer c.work.done()
+	ctx, obs := c.begin(ctx, OpLock, key)
+	defer obs.end(&err)
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.
 	// An owner may already hold the key, so it always tries at once.
@@ -57,6 +62,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	attempted := lo.owner != "" || !c.hub.waiting(key)
 	if attempted {
 		a = c.attempt(ctx, key, ttl, lo, nil)
+		c.observeAttempt(ctx, key, obs.next(), a)
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
 		}
@@ -117,6 +123,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			}
 		}
 		a = c.attempt(ctx, key, ttl, lo, nil)
+		c.observeAttempt(ctx, key, obs.next(), a)
 		w.end()
 		if a.err == nil {
 			gotLock = true

@@ -137,7 +137,9 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	defer t.Stop()
 	select {
 	case <-w.wake:
+		w.h.c.observeWake(ctx, w.q.key, true)
 	case <-t.C():
+		w.h.c.observeWake(ctx, w.q.key, false)
 	case l := <-w.handed:
 		w.settle()
 		return l, nil

@@ -76,12 +76,14 @@ func (l *Lock) renew() bool {
 			return false
 		}
 		ctx, cancel := clk.WithTimeout(context.Background(), left)
+		began := clk.Now()
 		next, err := l.extend(ctx, ttl)
 		cancel()
 		if err == nil {
 			l.moved(next, ttl)
 		}
 		l.op.Unlock()
+		l.observeRenew(n, clk.Since(began), err)
 		switch {
 		case err == nil:
 			c.o.logger.Debug("redlock: lock extended", "key", l.req.key, "ttl", ttl, "attempt", n)
@@ -118,6 +120,7 @@ func (l *Lock) lose(cause error) {
 	}
 	l.c.o.logger.Warn("redlock: lock lost", "key", l.req.key, "fence", l.fence, "cause", cause)
 	l.end(lost, ErrLockLost)
+	l.reportLoss(context.Background())
 }
 
 // stopWatchdog stops auto-extension and waits until it has stopped.

@@ -110,7 +110,11 @@ func (c *Client) overMasters(need int, timeout time.Duration) fanout.Config {
 // for the whole node timeout, the round's grants on the other masters in
 // the way of the other contenders all along. Its requests still go out,
 // and its first answer makes it one to wait for again.
-func (c *Client) silent(i int) bool { return c.nodes[i].silent(c.o.nodeTimeout) }
+func (c *Client) silent(i int) bool {
+	s := c.nodes[i].silent(c.o.nodeTimeout)
+	c.observeSilence(i, s)
+	return s
+}
 
 // spawn runs f in the background, counted as the client's work.
 func (c *Client) spawn(f func()) {

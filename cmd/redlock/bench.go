@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/internal/histogram"
+	"github.com/quorumlock/quorumlock/internal/lockmetrics"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -49,6 +50,7 @@ type benchConfig struct {
 	concurrency int
 	duration    time.Duration
 	prefix      string
+	outcomes    bool
 }
 
 func runBench(ctx context.Context, a *app, args []string) error {
@@ -57,6 +59,7 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	cfg.register(fs, 10*time.Second, "TTL of each lock")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "goroutines locking at once, each on its own key")
 	durationVar(fs, &cfg.duration, "duration", 10*time.Second, "how long to run")
+	fs.BoolVar(&cfg.outcomes, "outcomes", false, "also print how attempts and releases ended, counted from the client's events")
 	fs.StringVar(&cfg.prefix, "key", "bench", "key prefix; goroutine i locks <prefix>:<run id>:<i>, and <prefix>:<run id>:<i>.<n> after its n-th failure")
 	if err := benchCmd.parse(a, fs, args); err != nil {
 		return err
@@ -91,6 +94,10 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		}
 		extra = append(extra, embeddedOptions(log)...)
 	}
+	events := &gate{to: lockmetrics.NewRegistry()}
+	if cfg.outcomes {
+		extra = append(extra, redlock.WithObserver(events))
+	}
 	c, err := cfg.newClient(addrs, log, extra...)
 	if err != nil {
 		return err
@@ -105,12 +112,16 @@ func runBench(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 
+	events.open.Store(true)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(a.stdout, "redlock bench: %s, quorum %d, %d goroutines, ttl %v, %v\n",
 		where, c.Quorum(), cfg.concurrency, cfg.ttl, cfg.duration)
 	r := benchRun(ctx, c.Client, cfg, prefix, newProgress(a.stderr, cfg.duration))
 	r.print(a.stdout)
+	if cfg.outcomes {
+		printOutcomes(a.stdout, events.to)
+	}
 	if r.total.Count() == 0 {
 		return fail(exitError, "no acquisition succeeded: %v", r.firstErr)
 	}

@@ -62,6 +62,8 @@ type runConfig struct {
 	wait  time.Duration
 	grace time.Duration
 	argv  []string
+	// metricsAddr is where to serve the lock's metrics; "" for nowhere.
+	metricsAddr string
 }
 
 func runRun(ctx context.Context, a *app, args []string) error {
@@ -71,6 +73,7 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	fs.StringVar(&cfg.key, "key", "", "the key to lock (default: COMMAND and its arguments, joined by spaces)")
 	durationVar(fs, &cfg.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
 	durationVar(fs, &cfg.grace, "grace", 5*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve the lock's metrics for Prometheus at http://ADDR/metrics while redlock runs, e.g. :9464 (default: none)")
 	if err := runCmd.parse(a, fs, args); err != nil {
 		return err
 	}
@@ -98,7 +101,12 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := cfg.newClient(addrs, newLogger(a.stderr, cfg.verbose))
+	observed, stopMetrics, err := serveMetrics(cfg.metricsAddr, runCmd.name, a.stderr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	c, err := cfg.newClient(addrs, newLogger(a.stderr, cfg.verbose), observed...)
 	if err != nil {
 		return err
 	}
