@@ -188,6 +188,7 @@ var snippetImports = map[string]string{
 	"redis":         "github.com/redis/go-redis/v9",
 	"rueidisdriver": "github.com/quorumlock/quorumlock/driver/rueidis",
 	"rueidis":       "github.com/redis/rueidis",
+	"otel":          "github.com/quorumlock/quorumlock/otel",
 }
 
 // snippetParams are what a snippet of statements may use without declaring
@@ -201,6 +202,7 @@ var snippetModules = map[string]string{
 	"github.com/quorumlock/quorumlock/driver/goredis": filepath.Join("driver", "goredis"),
 	"github.com/redis/rueidis":                        filepath.Join("driver", "rueidis"),
 	"github.com/quorumlock/quorumlock/driver/rueidis": filepath.Join("driver", "rueidis"),
+	"github.com/quorumlock/quorumlock/otel":           "otel",
 }
 
 // snippet is one ```go block of a page, made into a Go file.
