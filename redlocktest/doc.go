@@ -7,6 +7,10 @@
 // elsewhere, when a minority of masters is down, and when a quorum is lost.
 // Everything is stopped when the test ends.
 //
+// Start starts the same masters without a test, for examples and programs:
+// the caller builds its client over Servers.Addrs and stops the masters with
+// Servers.Close.
+//
 // The masters are miniredis servers. What they model of a real master, and
 // what they do not:
 //

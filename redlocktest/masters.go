@@ -1,12 +1,8 @@
 package redlocktest
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
 
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -15,14 +11,11 @@ import (
 // Group.Client build, unless their options say otherwise.
 const DefaultNodeTimeout = time.Second
 
-// Group is the set of in-process masters that Masters started. Its methods
-// are safe for concurrent use.
+// Group is the set of in-process masters that Masters started, tied to its
+// test. Its methods are safe for concurrent use.
 type Group struct {
 	t       testing.TB
-	mu      sync.Mutex
-	masters []*miniredis.Miniredis
-	up      []bool
-	addrs   []string
+	servers *Servers
 }
 
 // Masters starts n in-process masters on free loopback ports and returns a
@@ -40,23 +33,13 @@ type Group struct {
 // second or more.
 func Masters(t testing.TB, n int, opts ...redlock.Option) (*redlock.Client, *Group) {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("redlocktest: %d masters; at least 1 is needed", n)
+	s, err := Start(n)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	g := &Group{t: t}
-	t.Cleanup(g.close)
-	for range n {
-		m := miniredis.NewMiniRedis()
-		// Without ClockTTL miniredis expires keys only when told to
-		// FastForward; a lock's TTL must run on its own.
-		m.ClockTTL(true)
-		if err := m.Start(); err != nil {
-			t.Fatalf("redlocktest: starting an in-process master: %v", err)
-		}
-		g.masters = append(g.masters, m)
-		g.up = append(g.up, true)
-		g.addrs = append(g.addrs, m.Addr())
-	}
+	// Registered before the clients' Close, so it runs after them.
+	t.Cleanup(s.Close)
+	g := &Group{t: t, servers: s}
 	return g.Client(opts...), g
 }
 
@@ -86,64 +69,10 @@ func (g *Group) Client(opts ...redlock.Option) *redlock.Client {
 
 // Addrs returns the masters' addresses, "127.0.0.1:port", in the order
 // Kill and Restart number them from 0.
-func (g *Group) Addrs() []string {
-	return append([]string(nil), g.addrs...)
-}
+func (g *Group) Addrs() []string { return g.servers.Addrs() }
 
-// Kill stops master i: its listener and every connection to it are closed,
-// and its clients see connections refused until Restart. Killing a master
-// that is down does nothing. An i outside the group gets an error matching
-// redlock.ErrInvalid.
-func (g *Group) Kill(i int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.check(i); err != nil {
-		return err
-	}
-	if g.up[i] {
-		g.masters[i].Close()
-		g.up[i] = false
-	}
-	return nil
-}
+// Kill stops master i until Restart, as Servers.Kill does.
+func (g *Group) Kill(i int) error { return g.servers.Kill(i) }
 
-// Restart brings master i back on its port with the keys it had when it was
-// killed, and the TTLs they had left less the time it was down. Restarting a
-// master that is up does nothing. It fails if another process took the port
-// meanwhile. An i outside the group gets an error matching redlock.ErrInvalid.
-func (g *Group) Restart(i int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.check(i); err != nil {
-		return err
-	}
-	if g.up[i] {
-		return nil
-	}
-	if err := g.masters[i].Restart(); err != nil {
-		return fmt.Errorf("redlocktest: restarting master %d on %s: %w", i, g.addrs[i], err)
-	}
-	g.up[i] = true
-	return nil
-}
-
-// check returns an error for a master number outside the group; under mu.
-func (g *Group) check(i int) error {
-	if i < 0 || i >= len(g.masters) {
-		return fmt.Errorf("%w: master %d of a group of %d (numbered from 0)", redlock.ErrInvalid, i, len(g.masters))
-	}
-	return nil
-}
-
-// close stops every master that is up; t.Cleanup runs it after the
-// clients' Close, which were registered later.
-func (g *Group) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i, m := range g.masters {
-		if g.up[i] {
-			m.Close()
-			g.up[i] = false
-		}
-	}
-}
+// Restart brings master i back with its keys, as Servers.Restart does.
+func (g *Group) Restart(i int) error { return g.servers.Restart(i) }

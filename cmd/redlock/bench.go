@@ -17,6 +17,7 @@ import (
 	"github.com/quorumlock/quorumlock/internal/histogram"
 	"github.com/quorumlock/quorumlock/internal/lockmetrics"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 var benchCmd = command{
@@ -82,12 +83,12 @@ func runBench(ctx context.Context, a *app, args []string) error {
 	where := fmt.Sprintf("%d masters", len(addrs))
 	var extra []redlock.Option
 	if len(addrs) == 0 {
-		e, err := startEmbedded(5)
+		e, err := redlocktest.Start(5)
 		if err != nil {
 			return fail(exitError, "%v", err)
 		}
-		defer e.close()
-		addrs, where = e.addrs, "5 in-process masters (miniredis)"
+		defer e.Close()
+		addrs, where = e.Addrs(), "5 in-process masters (miniredis)"
 		if cfg.restartGuard.auto {
 			// See runDemo: these masters cannot report their uptime.
 			extra = append(extra, redlock.WithRestartGuard(0))

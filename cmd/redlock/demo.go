@@ -15,6 +15,7 @@ import (
 
 	"github.com/quorumlock/quorumlock"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 var demoCmd = command{
@@ -86,12 +87,12 @@ func runDemo(ctx context.Context, a *app, args []string) error {
 	d := &demo{cfg: cfg, out: &timeline{w: a.stdout}, log: newLogger(a.stderr, cfg.verbose)}
 	var extra []redlock.Option
 	if len(addrs) == 0 {
-		e, err := startEmbedded(cfg.masters)
+		e, err := redlocktest.Start(cfg.masters)
 		if err != nil {
 			return fail(exitError, "%v", err)
 		}
-		defer e.close()
-		d.masters, addrs = e, e.addrs
+		defer e.Close()
+		d.masters, addrs = e, e.Addrs()
 		// The in-process masters keep their data when the demo restarts
 		// them, like Redis with appendfsync always, so no quarantine is due.
 		// Nor could the guard work: miniredis's INFO has no uptime or role,
@@ -131,7 +132,7 @@ type demo struct {
 	cfg     demoConfig
 	out     *timeline
 	log     *slog.Logger
-	masters *embedded // nil with real masters
+	masters *redlocktest.Servers // nil with real masters
 	tally   tally
 }
 
