@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -22,14 +21,18 @@ import (
 
 	"github.com/quorumlock/quorumlock/otel"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 // The client's metrics served to Prometheus at /metrics, through the
 // OpenTelemetry Prometheus exporter. The masters here are in-process, so
 // that the example runs anywhere; give a client real ones.
 func Example_prometheus() {
-	addrs, stop := inProcessMasters(3)
-	defer stop()
+	masters, err := redlocktest.Start(3) // in-process masters, for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer masters.Close()
 	ctx := context.Background()
 
 	reg := prometheus.NewRegistry()
@@ -44,7 +47,7 @@ func Example_prometheus() {
 		log.Fatal(err)
 	}
 	defer obs.Close()
-	c, err := redlock.NewFromAddrs(addrs, redlock.WithObserver(obs),
+	c, err := redlock.NewFromAddrs(masters.Addrs(), redlock.WithObserver(obs),
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second),
 		redlock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -131,27 +134,4 @@ func series(fams map[string]*dto.MetricFamily, prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// inProcessMasters starts n in-process Redis-protocol masters (miniredis)
-// on loopback, for the example.
-func inProcessMasters(n int) ([]string, func()) {
-	var ms []*miniredis.Miniredis
-	stop := func() {
-		for _, m := range ms {
-			m.Close()
-		}
-	}
-	var addrs []string
-	for range n {
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true)
-		if err := m.Start(); err != nil {
-			stop()
-			log.Fatal(err)
-		}
-		ms = append(ms, m)
-		addrs = append(addrs, m.Addr())
-	}
-	return addrs, stop
 }

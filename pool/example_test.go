@@ -7,10 +7,10 @@ import (
 	"log"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 // A master given as a URL: password, database and timeouts in one string.
@@ -99,13 +99,13 @@ func ExampleNew_errors() {
 
 // Get a connection within a ctx, use it, and give it back with Close.
 func ExampleRedis_Get() {
-	master, err := miniredis.Run() // an in-process master, for the example
+	master, err := redlocktest.Start(1) // an in-process master, for the example
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer master.Close()
 
-	p, err := pool.New(master.Addr())
+	p, err := pool.New(master.Addrs()[0])
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -129,13 +129,13 @@ func ExampleRedis_Get() {
 // Dial opens a connection of one's own, outside the pool, for a long-lived
 // use such as a subscription.
 func ExampleRedis_Dial() {
-	master, err := miniredis.Run() // an in-process master, for the example
+	master, err := redlocktest.Start(1) // an in-process master, for the example
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer master.Close()
 
-	p, err := pool.New(master.Addr())
+	p, err := pool.New(master.Addrs()[0])
 	if err != nil {
 		log.Fatal(err)
 	}

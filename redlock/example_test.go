@@ -9,49 +9,26 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
-// inProcess is a set of in-process Redis-protocol masters (miniredis) on
-// loopback, so that the examples run, and their output is checked, where no
-// Redis runs. Package redlocktest offers the same to tests.
-type inProcess struct {
-	ms    []*miniredis.Miniredis
-	addrs []string
-}
-
-// startMasters starts n masters on free ports. Their keys expire in real
-// time, as on Redis.
-func startMasters(n int) *inProcess {
-	m := &inProcess{}
-	for range n {
-		r := miniredis.NewMiniRedis()
-		r.ClockTTL(true)
-		if err := r.Start(); err != nil {
-			m.stop()
-			log.Fatal(err)
-		}
-		m.ms = append(m.ms, r)
-		m.addrs = append(m.addrs, r.Addr())
+// startMasters starts n in-process masters (package redlocktest), so that
+// the examples run, and their output is checked, where no Redis runs.
+func startMasters(n int) *redlocktest.Servers {
+	m, err := redlocktest.Start(n)
+	if err != nil {
+		log.Fatal(err)
 	}
 	return m
 }
 
-// stop closes every master and its connections.
-func (m *inProcess) stop() {
-	for _, r := range m.ms {
-		r.Close()
-	}
-}
-
 func Example() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
@@ -75,8 +52,8 @@ func Example() {
 
 func ExampleClient_Do() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
@@ -108,8 +85,8 @@ func chargeInvoice(ctx context.Context, id int, fence int64) error {
 
 func ExampleClient_TryLock() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
@@ -142,8 +119,8 @@ func ExampleClient_TryLock() {
 // overwrite the next holder's work.
 func ExampleLock_Fence() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
@@ -170,8 +147,8 @@ func ExampleLock_Fence() {
 
 func ExampleWithOwner() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
@@ -207,8 +184,8 @@ func ExampleWithOwner() {
 
 func ExampleWithAutoExtend() {
 	masters := startMasters(5) // for the example; in production, your masters' addresses
-	defer masters.stop()
-	c, err := redlock.NewFromAddrs(masters.addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))

@@ -7,27 +7,27 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/quorumlock/driver"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 // Three masters, each through a rueidis client the application already
 // has. The lock uses the clients as they are, TLS, ACL user and database
 // included, and leaves them open: the application closes them.
 func Example() {
+	servers, err := redlocktest.Start(3) // in-process masters, for the example
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer servers.Close()
 	var masters []driver.Master
-	for range 3 {
-		srv := miniredis.NewMiniRedis() // an in-process master, for the example
-		if err := srv.Start(); err != nil {
-			log.Fatal(err)
-		}
-		defer srv.Close()
+	for _, addr := range servers.Addrs() {
 		client, err := rueidis.NewClient(rueidis.ClientOption{
-			InitAddress: []string{srv.Addr()},
+			InitAddress: []string{addr},
 			// For the in-process master, which answers CLUSTER SLOTS; a
 			// real standalone master needs neither.
 			ForceSingleClient: true, DisableCache: true,
@@ -66,13 +66,13 @@ func Example() {
 // connection, and the restart guard's health read goes only with calls on
 // connections opened since the last one, instead of with every call.
 func ExampleCountDials() {
-	srv := miniredis.NewMiniRedis() // an in-process master, for the example
-	if err := srv.Start(); err != nil {
+	srv, err := redlocktest.Start(1) // an in-process master, for the example
+	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
 
-	opt := rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true, DisableCache: true}
+	opt := rueidis.ClientOption{InitAddress: srv.Addrs(), ForceSingleClient: true, DisableCache: true}
 	dials := rueidisdriver.CountDials(&opt) // before the client is built
 	client, err := rueidis.NewClient(opt)
 	if err != nil {

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver, pure Go
 
 	"github.com/quorumlock/quorumlock/fencing"
 	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 // credit adds amount to account 1 in one transaction, under fence: the
@@ -40,16 +40,12 @@ func credit(ctx context.Context, db *sql.DB, guard *fencing.Guard, fence int64, 
 // SQLite file stand in for five Redis masters and the real database.
 func Example_makingAStaleHolderHarmless() {
 	ctx := context.Background()
-	var addrs []string
-	for range 3 {
-		m, err := miniredis.Run()
-		if err != nil {
-			log.Fatal(err)
-		}
-		defer m.Close()
-		addrs = append(addrs, m.Addr())
+	masters, err := redlocktest.Start(3)
+	if err != nil {
+		log.Fatal(err)
 	}
-	c, err := redlock.NewFromAddrs(addrs,
+	defer masters.Close()
+	c, err := redlock.NewFromAddrs(masters.Addrs(),
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))

@@ -5,7 +5,6 @@ go 1.26.0
 replace github.com/quorumlock/quorumlock => ../..
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/quorumlock/quorumlock v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
@@ -14,6 +13,7 @@ require (
 )
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
