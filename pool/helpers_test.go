@@ -61,15 +61,6 @@ func mustDo(t *testing.T, p *pool.Redis, cmd string, args ...any) any {
 	return v
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // isTimeout reports whether err says that a deadline passed: the ctx's, or a

@@ -52,7 +52,8 @@ func startTLSRedisAuth(t *testing.T, pki testPKI, authClients string) tlsServer 
 				"(BUILD_TLS=yes); the TLS tests need a redis-server that has it", bin)
 		}
 	}()
-	port := freePort(t)
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
 	srv := redistest.Start(t, 1, redistest.Ephemeral,
 		"--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", pki.CertFile,

@@ -15,6 +15,8 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
 // Labels on everything the docker backend creates. A run that died before
@@ -191,7 +193,7 @@ func (n *container) addr() string { return net.JoinHostPort("127.0.0.1", strconv
 func (c *dockerCluster) create(ctx context.Context, n *container) error {
 	var err error
 	for try := 0; try < 5; try++ {
-		if n.port, err = freePort(); err != nil {
+		if n.port, err = redistest.FreePort(); err != nil {
 			continue
 		}
 		if err = c.run(n); err == nil {
@@ -251,15 +253,6 @@ func (c *dockerCluster) remove(n *container) error {
 		return nil
 	}
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (c *dockerCluster) Backend() string           { return "docker" }

@@ -28,10 +28,8 @@ func tlsMasters(t *testing.T, n int, pki testPKI) string {
 	t.Helper()
 	var addrs []string
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := redistest.FreePort()
 		require.NoError(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
 		redistest.Start(t, 1, redistest.Ephemeral,
 			"--tls-port", strconv.Itoa(port),
 			"--tls-cert-file", pki.CertFile,

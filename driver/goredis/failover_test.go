@@ -30,10 +30,8 @@ func startSentinel(t *testing.T, master *redistest.Server) string {
 	t.Helper()
 	bin, err := redistest.Binary()
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := redistest.FreePort()
 	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
 	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `port %d

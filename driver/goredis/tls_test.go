@@ -24,10 +24,8 @@ import (
 // the call with the verification error.
 func TestTLS_TheClientsConfigurationIsUsed(t *testing.T) {
 	pki := redistest.NewPKI(t, "goredis")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := redistest.FreePort()
 	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	redistest.Start(t, 1, redistest.Ephemeral,
 		"--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile,

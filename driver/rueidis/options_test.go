@@ -21,27 +21,20 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // The client's own options are the lock's: an ACL user, a password, a
 // database and TLS (mutual, here) set on the rueidis client reach the
 // master, with the dials counted or not. The lock takes and releases a key
 // through each, and the key is where the options say.
 func TestClientOptions_AreTheLocks(t *testing.T) {
 	pki := redistest.NewPKI(t, "rueidis")
-	tlsPort := freePort(t)
+	tlsPort, err := redistest.FreePort()
+	require.NoError(t, err)
 	srv := redistest.Start(t, 1, redistest.Ephemeral,
 		"--tls-port", strconv.Itoa(tlsPort),
 		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile, "--tls-ca-cert-file", pki.CAFile,
 		"--tls-auth-clients", "yes",
 	)[0]
-	_, err := srv.Do("ACL", "SETUSER", "locker", "on", ">lockpw", "~*", "&*", "+@all")
+	_, err = srv.Do("ACL", "SETUSER", "locker", "on", ">lockpw", "~*", "&*", "+@all")
 	require.NoError(t, err)
 	clientTLS := pki.ClientTLS()
 	cert, err := tlsKeyPair(pki)

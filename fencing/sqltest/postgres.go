@@ -21,6 +21,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
 // PostgresBinEnv names the environment variable that points at the
@@ -110,7 +112,7 @@ func StartPostgres(tb testing.TB) *Postgres {
 		}
 	})
 	for try := 0; try < 5; try++ { // a freed port can be taken again before the server binds it
-		if p.Port, err = freePort(); err != nil {
+		if p.Port, err = redistest.FreePort(); err != nil {
 			continue
 		}
 		if err = p.start(); err == nil {
@@ -331,11 +333,3 @@ func openPgx(tb testing.TB, dsn string) *sql.DB {
 	return db
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,7 +150,7 @@ func (c *Cluster) startNode(s *Server) error {
 	var err error
 	for try := 0; try < 5; try++ { // a freed port can be taken again before we bind it
 		var ports []int
-		if ports, err = freePorts(2); err != nil {
+		if ports, err = FreePorts(2); err != nil {
 			continue
 		}
 		s.Port = ports[0]
@@ -169,20 +168,6 @@ func (c *Cluster) startNode(s *Server) error {
 		}
 	}
 	return fmt.Errorf("redistest: starting a cluster node: %w", err)
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close() // held until all are picked, so they differ
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // create runs redis-cli --cluster create over the nodes. It makes the first

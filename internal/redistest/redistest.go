@@ -86,7 +86,7 @@ func StartWith(tb testing.TB, bin string, n int, p Persistence, extra ...string)
 		s := &Server{Dir: tb.TempDir(), bin: bin, extra: extra}
 		var err error
 		for try := 0; try < 5; try++ { // a freed port can be taken again before we bind it
-			if s.Port, err = freePort(); err != nil {
+			if s.Port, err = FreePort(); err != nil {
 				continue
 			}
 			if err = s.start(p); err == nil {
@@ -108,15 +108,6 @@ func Addrs(servers []*Server) []string {
 		out[i] = s.Addr()
 	}
 	return out
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) args(p Persistence) []string {
