@@ -15,7 +15,7 @@ import (
 // another, on five healthy masters: on a new key each time, and on the same
 // key. Compare the lib= columns with benchstat -col /lib.
 func BenchmarkAcquireRelease(b *testing.B) {
-	cl := startCluster(b)
+	cl := startTestbed(b)
 	cs := contenders(b, cl.addrs, allNames())
 	for _, c := range cs {
 		warmUp(b, c, "warm:"+c.Name)
@@ -36,7 +36,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // BenchmarkSlowMaster is BenchmarkAcquireRelease on new keys with one of
 // the five masters answering 20 ms late, through a delaying proxy.
 func BenchmarkSlowMaster(b *testing.B) {
-	cl := startCluster(b)
+	cl := startTestbed(b)
 	for _, c := range contenders(b, cl.slow, coreNames()) {
 		warmUp(b, c, "warm:"+c.Name)
 		b.Run("lib="+c.Name, func(b *testing.B) {
@@ -51,7 +51,7 @@ func BenchmarkSlowMaster(b *testing.B) {
 // the whole process, the harness included), it reports the costs per op
 // that the report's tables show.
 func BenchmarkParallel(b *testing.B) {
-	cl := startCluster(b)
+	cl := startTestbed(b)
 	meter, err := NewMeter(cl.addrs)
 	require.NoError(b, err)
 	defer meter.Close()
@@ -139,7 +139,7 @@ func benchSequential(b *testing.B, l Locker, keys Keys) {
 // BenchmarkContention runs 8 goroutines contending for one key with no
 // hold time; an op is one critical section.
 func BenchmarkContention(b *testing.B) {
-	cl := startCluster(b)
+	cl := startTestbed(b)
 	o := NewObserver("", time.Now(), libScripts(b).acquire)
 	for _, v := range contentionVariants(b, cl.addrs, o) {
 		runs := 0

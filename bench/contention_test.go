@@ -10,7 +10,7 @@ import (
 )
 
 func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	cases := []struct {
 		name    string
 		waiters func(o *Observer) []Waiter
@@ -55,7 +55,7 @@ func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
 }
 
 func TestRunContention_MaxLocks_EndsTheRun(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	q := newQuorumLock(t, cl.addrs, true, nil)
 	r, err := RunContention(context.Background(), ContentionConfig{
 		Key: "k", Waiters: repeat(q, 4), Duration: 10 * time.Second, MaxLocks: 20, Quorum: quorum,
@@ -67,7 +67,7 @@ func TestRunContention_MaxLocks_EndsTheRun(t *testing.T) {
 }
 
 func TestRunContention_MeasureStalls_OnlyWhenAsked(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	q := newQuorumLock(t, cl.addrs, true, nil)
 	r, err := RunContention(context.Background(), ContentionConfig{
 		Key: "k", Waiters: repeat(q, 2), Duration: 100 * time.Millisecond, MaxLocks: 1 << 20,

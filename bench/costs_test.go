@@ -10,7 +10,7 @@ import (
 // The meter counts the commands and connections of others, not its own, and
 // the client's allocations.
 func TestMeter_CountsOthersNotItself(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	m, err := NewMeter(cl.addrs)
 	require.NoError(t, err)
 	defer m.Close()

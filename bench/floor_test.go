@@ -22,13 +22,13 @@ var floors = []struct {
 }
 
 func TestFloor_AcquireRelease_HoldsEverywhereThenLeavesNothing(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	for _, fl := range floors {
 		t.Run(fl.name, func(t *testing.T) { floorHoldsEverywhere(t, cl, fl.plain(t, cl.addrs)) })
 	}
 }
 
-func floorHoldsEverywhere(t *testing.T, cl *cluster, f *Floor) {
+func floorHoldsEverywhere(t *testing.T, cl *testbed, f *Floor) {
 	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
 
@@ -50,13 +50,13 @@ func floorHoldsEverywhere(t *testing.T, cl *cluster, f *Floor) {
 }
 
 func TestFloor_MinorityHeld_StillLocksAndLeavesForeignKeys(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	for _, fl := range floors {
 		t.Run(fl.name, func(t *testing.T) { floorMinorityHeld(t, cl, fl.plain(t, cl.addrs)) })
 	}
 }
 
-func floorMinorityHeld(t *testing.T, cl *cluster, f *Floor) {
+func floorMinorityHeld(t *testing.T, cl *testbed, f *Floor) {
 	warmUp(t, f, "warm") // connections dialled: a cold dial may exceed the node timeout
 	ctx := context.Background()
 	for _, a := range cl.addrs {
@@ -79,13 +79,13 @@ func floorMinorityHeld(t *testing.T, cl *cluster, f *Floor) {
 }
 
 func TestFloor_MajorityHeld_FailsWithoutResidue(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	for _, fl := range floors {
 		t.Run(fl.name, func(t *testing.T) { floorMajorityHeld(t, cl, fl.plain(t, cl.addrs)) })
 	}
 }
 
-func floorMajorityHeld(t *testing.T, cl *cluster, f *Floor) {
+func floorMajorityHeld(t *testing.T, cl *testbed, f *Floor) {
 	warmUp(t, f, "warm")
 	for _, a := range cl.addrs {
 		do(t, a, "DEL", "k")
@@ -106,13 +106,13 @@ func floorMajorityHeld(t *testing.T, cl *cluster, f *Floor) {
 }
 
 func TestFloor_SlowMaster_ReturnsAtQuorumAndCleansUpAfterIt(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	for _, fl := range floors {
 		t.Run(fl.name, func(t *testing.T) { floorSlowMaster(t, cl, fl.plain(t, cl.slow)) })
 	}
 }
 
-func floorSlowMaster(t *testing.T, cl *cluster, f *Floor) {
+func floorSlowMaster(t *testing.T, cl *testbed, f *Floor) {
 	ctx := context.Background()
 	warmUp(t, f, "warm")
 
@@ -145,13 +145,13 @@ func TestNewFloor_BadInput_IsAnError(t *testing.T) {
 func TestScriptedFloor_FollowsTheLibrarysScripts(t *testing.T) {
 	for _, fl := range floors {
 		t.Run(fl.name, func(t *testing.T) {
-			cl := startCluster(t)
+			cl := startTestbed(t)
 			scriptedFloorFollows(t, cl, fl.lua(t, cl.addrs))
 		})
 	}
 }
 
-func scriptedFloorFollows(t *testing.T, cl *cluster, f *Floor) {
+func scriptedFloorFollows(t *testing.T, cl *testbed, f *Floor) {
 	warmUp(t, f, "warm")
 	ctx := context.Background()
 

@@ -13,7 +13,7 @@ import (
 // Each contender's attempts are seen with the votes the masters gave: a
 // minority pre-held gives 3 yes and 2 no, a majority pre-held 2 yes and 3 no.
 func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	cases := []struct {
 		name string
 		make func(o *Observer) Locker

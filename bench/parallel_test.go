@@ -13,7 +13,7 @@ import (
 // Every operation of a parallel run is counted once, within the bound on
 // operations, for every contender.
 func TestRunParallel_CountsEveryOperation(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	for _, c := range contenders(t, cl.addrs, allNames()) {
 		t.Run(c.Name, func(t *testing.T) {
 			warmUp(t, c, "warm:"+c.Name)
@@ -54,7 +54,7 @@ func (k *keyLog) TryLock(ctx context.Context, key string) (Held, error) {
 // Each goroutine keeps to keys of its own, and no key comes round twice in
 // a run shorter than the keys each goroutine has.
 func TestRunParallel_GoroutinesKeepToKeysOfTheirOwn(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	l := &keyLog{Locker: newPipelinedFloor(t, cl.addrs), taken: map[string]int{}, inUse: map[string]int{}}
 	r, err := RunParallel(context.Background(), l, "own", 16, 800, 30*time.Second)
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestRunParallel_GoroutinesKeepToKeysOfTheirOwn(t *testing.T) {
 // A key held elsewhere fails every attempt on it, and each failure counts;
 // the time bound ends a run that the operation bound would not.
 func TestRunParallel_FailuresCountAndTimeBounds(t *testing.T) {
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	f := newPipelinedFloor(t, cl.addrs)
 	warmUp(t, f, "warm")
 	keys := DistinctKeys("held:0", keysPerGoroutine) // the keys of the run's one goroutine

@@ -57,7 +57,7 @@ func TestReport(t *testing.T) {
 		rounds = n
 	}
 	loadBefore := loadAverage()
-	cl := startCluster(t)
+	cl := startTestbed(t)
 	// Before any load: what a round trip costs direct and through a proxy.
 	pings := [2]time.Duration{pingP50(t, cl.addrs[0]), pingP50(t, cl.lan[0])}
 	meter, err := NewMeter(cl.addrs)
@@ -241,7 +241,7 @@ func recordContention(r Round, row string, c *ContentionResult, dropped, residue
 	r[row+"/residue"] = float64(residue)
 }
 
-func reportHeader(t *testing.T, cl *cluster, rounds int, pings [2]time.Duration) string {
+func reportHeader(t *testing.T, cl *testbed, rounds int, pings [2]time.Duration) string {
 	t.Helper()
 	info, err := redis.String(do(t, cl.addrs[0], "INFO", "server"), nil)
 	require.NoError(t, err)

@@ -19,28 +19,6 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// startCluster starts n masters in cluster mode, gives each an equal range
-// of the slots, introduces them to each other and waits until each reports
-// the cluster ok.
-func startCluster(t *testing.T, n int) []*redistest.Server {
-	t.Helper()
-	srv := redistest.Start(t, n, redistest.Ephemeral,
-		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
-	for i, s := range srv {
-		lo, hi := slotRange(i, n)
-		mustDo(t, s, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi))
-		mustDo(t, s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1))
-	}
-	for _, s := range srv[1:] {
-		mustDo(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(srv[0].Port))
-	}
-	waitClusterOK(t, srv)
-	return srv
-}
-
-// slotRange is the slots node i of n owns.
-func slotRange(i, n int) (lo, hi int) { return i * 16384 / n, (i+1)*16384/n - 1 }
-
 func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 	t.Helper()
 	v, err := s.Do(args...)
@@ -48,38 +26,12 @@ func mustDo(t *testing.T, s *redistest.Server, args ...string) string {
 	return v
 }
 
-// waitClusterOK waits, at most 10 s, until every node sees all of them and
-// the cluster ok.
-func waitClusterOK(t *testing.T, srv []*redistest.Server) {
+// keyOn returns a key whose slot master m of the cluster owns, and the slot.
+func keyOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server) (string, int) {
 	t.Helper()
-	want := fmt.Sprintf("cluster_known_nodes:%d", len(srv))
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range srv {
-		for {
-			info, err := s.Do("CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "%s: cluster not ok within 10s: %v %s", s.Addr(), err, info)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-}
-
-// keyOn returns a key whose slot node i of n owns, and the slot.
-func keyOn(t *testing.T, srv []*redistest.Server, i int) (string, int) {
-	t.Helper()
-	lo, hi := slotRange(i, len(srv))
-	for j := range 1000 {
-		k := fmt.Sprint("key-", j)
-		slot, err := strconv.Atoi(mustDo(t, srv[0], "CLUSTER", "KEYSLOT", k))
-		require.NoError(t, err)
-		if lo <= slot && slot <= hi {
-			return k, slot
-		}
-	}
-	t.Fatalf("no key found for node %d", i)
-	return "", 0
+	key, slot, err := cl.KeyOn(m.Addr(), "key")
+	require.NoError(t, err)
+	return key, slot
 }
 
 // wrapCluster returns the adapter over a cluster client of the nodes.
@@ -115,7 +67,8 @@ func tcpPort(t *testing.T, answer any) string {
 // Each call goes to the master of its first key's slot, the guard's
 // questions with it, and the call names that master to the guard.
 func TestCluster_CallsGoToTheSlotMaster(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	for _, mode := range []struct {
 		name string
 		opt  redis.ClusterOptions
@@ -124,7 +77,7 @@ func TestCluster_CallsGoToTheSlotMaster(t *testing.T) {
 			m, _ := wrapCluster(t, srv, mode.opt)
 			s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
 			for i := range srv {
-				key, _ := keyOn(t, srv, i)
+				key, _ := keyOn(t, cl, srv[i])
 				var asked []string
 				rep, err := m.Eval(ctx5s(t), driver.Call{Script: s, Keys: []string{key, "{" + key + "}.other"}, Args: []string{mode.name},
 					Check: func(server string) *driver.Check {
@@ -157,10 +110,11 @@ func TestCluster_CallWithoutKeys_IsInvalid(t *testing.T) {
 // hold connections nobody counted: the first call to such a node is asked,
 // though the guard's count says it need not be.
 func TestCluster_NodeClientsOlderThanTheAdapter_AreAsked(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Addrs(srv), ContextTimeoutEnabled: true})
 	defer c.Close()
-	key, _ := keyOn(t, srv, 1)
+	key, _ := keyOn(t, cl, srv[1])
 	require.NoError(t, c.Set(ctx5s(t), key, "v", 0).Err(), "the application uses the client first")
 	m, err := goredis.New(c)
 	require.NoError(t, err)
@@ -177,10 +131,11 @@ func TestCluster_NodeClientsOlderThanTheAdapter_AreAsked(t *testing.T) {
 // Each shard master's dials are its own: when one restarts, the call to it
 // after the restart is asked, and reaches the new process.
 func TestCluster_ARestartedShardMaster_IsAsked(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
 	one := driver.NewScript("one", `return 1`)
-	key, _ := keyOn(t, srv, 2)
+	key, _ := keyOn(t, cl, srv[2])
 	seen := map[string]uint64{}
 	call := func(t *testing.T) (driver.Reply, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -236,9 +191,10 @@ func runIDOf(t *testing.T, answer any) string {
 // calls fail as missing votes, not as a misconfigured master, and leave
 // nothing; the next calls go to the new master.
 func TestCluster_SlotMoving_FailsCleanlyThenFollows(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
-	key, slot := keyOn(t, srv, 0)
+	key, slot := keyOn(t, cl, srv[0])
 	from, to := srv[0], srv[1]
 	set := driver.NewScript("set", `redis.call('SET', KEYS[1], 'x'); return 1`)
 	call := func() (driver.Reply, error) {

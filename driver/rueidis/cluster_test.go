@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,40 +16,6 @@ import (
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 )
-
-// startCluster starts a Redis Cluster of n masters without replicas, the
-// slots split evenly in order, and waits until every node sees every other
-// and serves the whole slot space.
-func startCluster(t *testing.T, n int) []*redistest.Server {
-	t.Helper()
-	srv := redistest.Start(t, n, redistest.Ephemeral, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-	per := 16384 / n
-	for i, s := range srv {
-		last := (i+1)*per - 1
-		if i == n-1 {
-			last = 16383
-		}
-		_, err := s.Do("CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(i*per), strconv.Itoa(last))
-		require.NoError(t, err)
-	}
-	for _, s := range srv[1:] {
-		_, err := srv[0].Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(s.Port))
-		require.NoError(t, err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for _, s := range srv {
-		for {
-			info, err := s.Do("CLUSTER", "INFO")
-			require.NoError(t, err)
-			if strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r", n)) {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "the cluster did not form within 20s: %s", info)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	return srv
-}
 
 // clusterClient returns a rueidis cluster client, closed when the test ends.
 func clusterClient(t *testing.T, srv []*redistest.Server, dials bool) (rueidis.Client, *rueidisdriver.Dials) {
@@ -67,21 +32,13 @@ func clusterClient(t *testing.T, srv []*redistest.Server, dials bool) (rueidis.C
 	return client, d
 }
 
-// keyOn returns a key whose slot the server at index i of a cluster made by
-// startCluster serves.
-func keyOn(t *testing.T, srv []*redistest.Server, i int, prefix string) string {
+// keyOn returns a key, starting with prefix, whose slot master m of the
+// cluster owns.
+func keyOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server, prefix string) string {
 	t.Helper()
-	for n := 0; n < 10000; n++ {
-		key := fmt.Sprintf("%s-%d", prefix, n)
-		slot, err := srv[0].Do("CLUSTER", "KEYSLOT", key)
-		require.NoError(t, err)
-		s, _ := strconv.Atoi(slot)
-		if s/(16384/len(srv)) == i || (i == len(srv)-1 && s >= i*(16384/len(srv))) {
-			return key
-		}
-	}
-	t.Fatalf("no key for node %d", i)
-	return ""
+	key, _, err := cl.KeyOn(m.Addr(), prefix)
+	require.NoError(t, err)
+	return key
 }
 
 func runIDOf(t *testing.T, s *redistest.Server) string {
@@ -110,7 +67,8 @@ func answeredRunID(answers []any) string {
 // answers' run_id, the server the check is asked for and the reply's Server
 // all name that master.
 func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	for _, counted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("counted=%v", counted), func(t *testing.T) {
 			client, dials := clusterClient(t, srv, counted)
@@ -122,7 +80,7 @@ func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
 			require.NoError(t, err)
 			s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
 			for i, owner := range srv {
-				key := keyOn(t, srv, i, fmt.Sprintf("counted=%v", counted))
+				key := keyOn(t, cl, srv[i], fmt.Sprintf("counted=%v", counted))
 				tagged := "{" + key + "}:other"
 				var asked []string
 				check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
@@ -155,11 +113,12 @@ func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
 // Keys of several slots cannot be one call on a cluster: ErrInvalid, and
 // nothing is sent.
 func TestCluster_KeysOfSeveralSlotsAreInvalid(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	client, _ := clusterClient(t, srv, false)
 	m, err := rueidisdriver.New(client)
 	require.NoError(t, err)
-	k0, k1 := keyOn(t, srv, 0, "x"), keyOn(t, srv, 1, "x")
+	k0, k1 := keyOn(t, cl, srv[0], "x"), keyOn(t, cl, srv[1], "x")
 	s := driver.NewScript("set", `redis.call('SET', KEYS[1], 'v'); redis.call('SET', KEYS[2], 'v')`)
 	for _, keys := range [][]string{{k0, k1}, {"{a}x", "{b}x"}, nil} {
 		_, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: keys})
@@ -173,11 +132,12 @@ func TestCluster_KeysOfSeveralSlotsAreInvalid(t *testing.T) {
 // MOVED on the old master, where the script does not run, and goes to the
 // new one, with the questions asked there.
 func TestCluster_MovedIsFollowed(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	client, _ := clusterClient(t, srv, false)
 	m, err := rueidisdriver.New(client)
 	require.NoError(t, err)
-	key := keyOn(t, srv, 0, "moving")
+	key := keyOn(t, cl, srv[0], "moving")
 	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
 	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
 	call := driver.Call{Script: s, Keys: []string{key}, Check: func(string) *driver.Check { return check }}
@@ -217,11 +177,12 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // ASK there: the script runs nowhere, and the call fails, which the lock
 // counts as a missing vote. A key the old master still has is served there.
 func TestCluster_AskIsANoVote(t *testing.T) {
-	srv := startCluster(t, 3)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
 	client, _ := clusterClient(t, srv, false)
 	m, err := rueidisdriver.New(client)
 	require.NoError(t, err)
-	here := keyOn(t, srv, 0, "migrating")
+	here := keyOn(t, cl, srv[0], "migrating")
 	gone := "{" + here + "}:gone" // the same slot
 	_, err = srv[0].Do("SET", here, "0")
 	require.NoError(t, err)
@@ -256,34 +217,22 @@ func TestCluster_AskIsANoVote(t *testing.T) {
 // shard fail while it is gone (no vote), and then reach the promoted
 // replica, whose own health the questions read.
 func TestCluster_FailoverIsFollowed(t *testing.T) {
-	srv := startCluster(t, 3)
-	replica := redistest.Start(t, 1, redistest.Ephemeral, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")[0]
-	_, err := srv[0].Do("CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(replica.Port))
+	// A node timeout of 2 s leaves the test the time to see the dead
+	// master fail a call before its replica would take over by itself.
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1, NodeTimeout: 2 * time.Second})
+	srv := cl.Nodes()[:3] // the masters come first
+	masters, err := cl.Masters()
 	require.NoError(t, err)
-	master, err := srv[0].Do("CLUSTER", "MYID")
+	require.ElementsMatch(t, redistest.Addrs(srv), masters)
+	replicas, err := cl.ReplicasOf(srv[0].Addr())
 	require.NoError(t, err)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err = replica.Do("CLUSTER", "REPLICATE", master); err == nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the replica did not meet its master: %v", err)
-		time.Sleep(50 * time.Millisecond)
-	}
-	for {
-		info, err := replica.Info("replication")
-		require.NoError(t, err)
-		if info["master_link_status"] == "up" {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the replica did not sync: %v", info)
-		time.Sleep(50 * time.Millisecond)
-	}
+	require.Len(t, replicas, 1)
+	replica := cl.Server(replicas[0])
 
 	client, _ := clusterClient(t, srv, false)
 	m, err := rueidisdriver.New(client)
 	require.NoError(t, err)
-	key := keyOn(t, srv, 0, "failover")
+	key := keyOn(t, cl, srv[0], "failover")
 	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
 	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
 	call := driver.Call{Script: s, Keys: []string{key}, Check: func(string) *driver.Check { return check }}

@@ -244,6 +244,25 @@ func (c *Cluster) MasterFor(s int) (string, error) {
 	return "", fmt.Errorf("redistest: no master owns slot %d", s)
 }
 
+// KeyOn returns a key without a hash tag, prefix followed by "-" and a
+// number, whose slot the master at addr owns now, and that slot, as the
+// first running node that answers sees it.
+func (c *Cluster) KeyOn(addr, prefix string) (string, int, error) {
+	v, err := c.view()
+	if err != nil {
+		return "", 0, err
+	}
+	// A master of k owns 1/k of the slots: 1000 keys all miss it with a
+	// chance of (1-1/k)^1000, nil for the clusters tests start.
+	for n := range 1000 {
+		key := fmt.Sprintf("%s-%d", prefix, n)
+		if s := slot.Of(key); v.owner(s) == addr {
+			return key, s, nil
+		}
+	}
+	return "", 0, fmt.Errorf("redistest: no key with prefix %q on %s (masters: %v)", prefix, addr, v.masters())
+}
+
 // ReplicasOf returns the addresses of the master's replicas, as the first
 // running node that answers sees it.
 func (c *Cluster) ReplicasOf(master string) ([]string, error) {

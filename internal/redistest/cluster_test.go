@@ -57,6 +57,13 @@ func TestStartClusters_ThreeClustersOfThreeShards_EachSlotServedByOneMaster(t *t
 				}
 			}
 		}
+		for _, m := range masters {
+			key, s, err := c.KeyOn(m, "on")
+			require.NoError(t, err)
+			assert.Equal(t, slot.Of(key), s, "cluster %d: KeyOn gives the key's slot", i)
+			_, err = redistest.DoAt(m, "SET", key, "v")
+			assert.NoError(t, err, "cluster %d: %s takes the key KeyOn gave for it", i, m)
+		}
 	}
 }
 

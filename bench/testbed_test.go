@@ -30,20 +30,22 @@ const (
 	lanDelay    = 250 * time.Microsecond
 )
 
-// cluster is five local redis-server masters, a proxy that makes the first
-// one answer slowDelay late, and a proxy in front of each that makes every
-// master lanDelay away; the proxies run in a process of their own.
-type cluster struct {
+// testbed is five local redis-server masters, independent (no Redis
+// Cluster), a proxy that makes the first one answer slowDelay late, and a
+// proxy in front of each that makes every master lanDelay away; the proxies
+// run in a process of their own.
+type testbed struct {
 	servers []*redistest.Server
 	addrs   []string // direct to every master
 	slow    []string // the same, but the first through the slow proxy
 	lan     []string // every master through a lanDelay proxy
 }
 
-func startCluster(tb testing.TB) *cluster {
+// startTestbed starts a testbed, stopped when the test ends.
+func startTestbed(tb testing.TB) *testbed {
 	tb.Helper()
 	servers := redistest.Start(tb, masters, redistest.Ephemeral)
-	c := &cluster{servers: servers, addrs: redistest.Addrs(servers)}
+	c := &testbed{servers: servers, addrs: redistest.Addrs(servers)}
 	specs := []string{fmt.Sprintf("%v=%s", slowDelay, c.addrs[0])}
 	for _, a := range c.addrs {
 		specs = append(specs, fmt.Sprintf("%v=%s", lanDelay, a))
