@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -43,7 +44,7 @@ func mtlsParams(pki, client testPKI) url.Values {
 
 func TestMutualTLS_URLParameters_Connect(t *testing.T) {
 	pki := newTestPKI(t, "good")
-	srv := startTLSRedisAuth(t, pki, "yes")
+	srv := redistest.StartTLS(t, pki, "yes")
 	admin, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(waitLimit))
 	require.NoError(t, err)
 	_, err = admin.Do("ACL", "SETUSER", "alice", "on", ">"+alicePassword, "~*", "&*", "+@all")
@@ -87,7 +88,7 @@ func TestMutualTLS_URLParameters_Connect(t *testing.T) {
 func TestMutualTLS_BadClientCertificate_RefusedWithTheServersReason(t *testing.T) {
 	pki := newTestPKI(t, "good")
 	other := newTestPKI(t, "other")
-	srv := startTLSRedisAuth(t, pki, "yes")
+	srv := redistest.StartTLS(t, pki, "yes")
 	// The server's own certificate is not for client authentication.
 	serverAsClient := testPKI{ClientCert: pki.CertFile, ClientKey: pki.KeyFile}
 
@@ -124,7 +125,7 @@ func TestMutualTLS_NewFromAddrs_LocksAndReleases(t *testing.T) {
 	pki := newTestPKI(t, "good")
 	var addrs, noCert []string
 	for range 3 {
-		srv := startTLSRedisAuth(t, pki, "yes")
+		srv := redistest.StartTLS(t, pki, "yes")
 		addrs = append(addrs, mtlsURL("", srv.TLSPort, mtlsParams(pki, pki)))
 		noCert = append(noCert, mtlsURL("", srv.TLSPort, url.Values{"tls_ca_file": {pki.CAFile}}))
 	}
@@ -261,7 +262,7 @@ func TestMutualTLS_BadParameters_NewNamesTheFile(t *testing.T) {
 // a command's flags.
 func TestTLSParams_Config(t *testing.T) {
 	pki := newTestPKI(t, "good")
-	srv := startTLSRedisAuth(t, pki, "yes")
+	srv := redistest.StartTLS(t, pki, "yes")
 
 	cfg, err := pool.TLSParams{CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey, ServerName: "localhost"}.Config()
 	require.NoError(t, err)

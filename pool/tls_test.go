@@ -20,49 +20,13 @@ type testPKI = redistest.PKI
 func newTestPKI(t *testing.T, name string) testPKI { return redistest.NewPKI(t, name) }
 
 // tlsServer is a redis-server with a TLS port beside the plain one.
-type tlsServer struct {
-	*redistest.Server
-	TLSPort int
-}
+type tlsServer = redistest.TLSServer
 
-func (s tlsServer) TLSAddr() string { return loopback(s.TLSPort) }
-
-// startTLSRedis starts a redis-server serving TLS with pki's certificate.
-// redistest waits for a server with a plain-text PING, so the plain port
-// stays open; the tests use the TLS port.
-//
-// A redis-server built without TLS support cannot start with these
-// arguments: the test then fails, saying so, rather than skip.
+// startTLSRedis starts a redis-server serving TLS with pki's certificate,
+// not asking clients for one.
 func startTLSRedis(t *testing.T, pki testPKI) tlsServer {
 	t.Helper()
-	return startTLSRedisAuth(t, pki, "no")
-}
-
-// startTLSRedisAuth is startTLSRedis with tls-auth-clients set to authClients:
-// "yes" (Redis's default) refuses a client without a certificate that pki's
-// CA signed.
-func startTLSRedisAuth(t *testing.T, pki testPKI, authClients string) tlsServer {
-	t.Helper()
-	bin, err := redistest.Binary()
-	require.NoError(t, err)
-	started := false
-	defer func() {
-		if !started {
-			t.Errorf("%s did not start with --tls-port: it may be built without TLS support "+
-				"(BUILD_TLS=yes); the TLS tests need a redis-server that has it", bin)
-		}
-	}()
-	port, err := redistest.FreePort()
-	require.NoError(t, err)
-	srv := redistest.Start(t, 1, redistest.Ephemeral,
-		"--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", pki.CertFile,
-		"--tls-key-file", pki.KeyFile,
-		"--tls-ca-cert-file", pki.CAFile,
-		"--tls-auth-clients", authClients,
-	)[0]
-	started = true
-	return tlsServer{Server: srv, TLSPort: port}
+	return redistest.StartTLS(t, pki, "no")
 }
 
 func TestTLS_Connects(t *testing.T) {

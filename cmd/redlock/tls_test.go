@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,16 +27,7 @@ func tlsMasters(t *testing.T, n int, pki testPKI) string {
 	t.Helper()
 	var addrs []string
 	for range n {
-		port, err := redistest.FreePort()
-		require.NoError(t, err)
-		redistest.Start(t, 1, redistest.Ephemeral,
-			"--tls-port", strconv.Itoa(port),
-			"--tls-cert-file", pki.CertFile,
-			"--tls-key-file", pki.KeyFile,
-			"--tls-ca-cert-file", pki.CAFile,
-			"--tls-auth-clients", "yes",
-		)
-		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		addrs = append(addrs, redistest.StartTLS(t, pki, "yes").TLSAddr())
 	}
 	return strings.Join(addrs, ",")
 }

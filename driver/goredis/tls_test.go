@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
@@ -24,13 +22,7 @@ import (
 // the call with the verification error.
 func TestTLS_TheClientsConfigurationIsUsed(t *testing.T) {
 	pki := redistest.NewPKI(t, "goredis")
-	port, err := redistest.FreePort()
-	require.NoError(t, err)
-	redistest.Start(t, 1, redistest.Ephemeral,
-		"--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile,
-		"--tls-ca-cert-file", pki.CAFile, "--tls-auth-clients", "yes")
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := redistest.StartTLS(t, pki, "yes").TLSAddr()
 	cert, err := tls.LoadX509KeyPair(pki.ClientCert, pki.ClientKey)
 	require.NoError(t, err)
 	good := pki.ClientTLS()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -27,14 +26,8 @@ import (
 // through each, and the key is where the options say.
 func TestClientOptions_AreTheLocks(t *testing.T) {
 	pki := redistest.NewPKI(t, "rueidis")
-	tlsPort, err := redistest.FreePort()
-	require.NoError(t, err)
-	srv := redistest.Start(t, 1, redistest.Ephemeral,
-		"--tls-port", strconv.Itoa(tlsPort),
-		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile, "--tls-ca-cert-file", pki.CAFile,
-		"--tls-auth-clients", "yes",
-	)[0]
-	_, err = srv.Do("ACL", "SETUSER", "locker", "on", ">lockpw", "~*", "&*", "+@all")
+	srv := redistest.StartTLS(t, pki, "yes")
+	_, err := srv.Do("ACL", "SETUSER", "locker", "on", ">lockpw", "~*", "&*", "+@all")
 	require.NoError(t, err)
 	clientTLS := pki.ClientTLS()
 	cert, err := tlsKeyPair(pki)
@@ -48,7 +41,7 @@ func TestClientOptions_AreTheLocks(t *testing.T) {
 	}{
 		{"ACL user", rueidis.ClientOption{InitAddress: []string{srv.Addr()}, Username: "locker", Password: "lockpw"}, "0"},
 		{"database", rueidis.ClientOption{InitAddress: []string{srv.Addr()}, SelectDB: 3}, "3"},
-		{"mutual TLS", rueidis.ClientOption{InitAddress: []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))}, TLSConfig: clientTLS}, "0"},
+		{"mutual TLS", rueidis.ClientOption{InitAddress: []string{srv.TLSAddr()}, TLSConfig: clientTLS}, "0"},
 	}
 	for _, tt := range tests {
 		for _, counted := range []bool{false, true} {
