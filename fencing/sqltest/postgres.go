@@ -332,4 +332,3 @@ func openPgx(tb testing.TB, dsn string) *sql.DB {
 	}
 	return db
 }
-
