@@ -1,99 +1,259 @@
 package redlock
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
-// misconfigured returns an ErrMisconfigured error when so many masters of
-// the round failed in ways no retry fixes (an ACL, a password, a replica or
-// a cluster member given as a master) that no quorum is possible without
-// them: waiting for the lock would wait for ever.
-func (c *Client) misconfigured(req request, r round) error {
-	var addrs []string
-	kinds := map[string]bool{}
-	var order []string
+// outcomes is the one tally of an acquisition round that its error is
+// written from: each master's outcome, read once. A master whose answer is
+// not in gave no reply: the round, and the roll-back after it, waited for it
+// as long as they wait for any master.
+func (c *Client) outcomes(r round, key string, window time.Duration) []MasterOutcome {
+	now := c.o.clock.Now()
+	ms := make([]MasterOutcome, len(c.nodes))
 	for i := range c.nodes {
-		a, _, ok := r.answer(i)
-		if !ok || a.err == nil || !permanent(a.err) {
+		m := MasterOutcome{Node: i, Addr: c.nodes[i].addr()}
+		rep, in := r.res.Reply(i)
+		switch {
+		case !in:
+			m.Outcome, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
+		case rep.Value.err != nil:
+			m.Err = rep.Err
+			m.Outcome, m.Why = failed(rep.Value.err)
+		case !rep.Value.grant.OK:
+			m.Outcome, m.Err = MasterHeld, rep.Err
+		case rep.Vote == fanout.Yes:
+			m.Outcome = MasterAgreed
+		default:
+			h := c.nodes[i].health(key)
+			m.Outcome, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
+			if m.Why == "" {
+				m.Why = trustedSince
+			}
+		}
+		ms[i] = m
+	}
+	return ms
+}
+
+// trustedSince is the Why of a master that abstained and that the guard
+// has trusted since.
+const trustedSince = "not counted when it answered, trusted since"
+
+// failed sorts a master's failure: no reply, or another failure of the
+// kind given.
+func failed(err error) (Outcome, string) {
+	switch kind := failureKind(err); {
+	case errors.Is(err, context.Canceled):
+		return MasterFailed, "cancelled"
+	case kind == "no reply":
+		return MasterNoReply, ""
+	default:
+		return MasterFailed, kind
+	}
+}
+
+// notObtained is the error of a failed attempt on key, written from one
+// tally of its last round (see outcomes).
+func (c *Client) notObtained(req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
+	ms := c.outcomes(last, req.key, window)
+	e := &AttemptError{Op: "lock", Key: req.key, Quorum: c.quorum, Masters: ms, head: "redlock: not obtained"}
+	e.wraps = []error{ErrNotObtained}
+	switch mis, kinds := misconfigured(ms, c.quorum); {
+	case fenceErr != nil:
+		e.cause = fenceErr.Error()
+	case quorum:
+		e.cause = fmt.Sprintf("a quorum agreed, but the attempt took %v, leaving validity %v", elapsed, validity)
+	case mis > 0:
+		e.wraps = append(e.wraps, ErrMisconfigured)
+		e.cause = fmt.Sprintf("%d of %d masters refuse the lock's commands (%s): %s", mis, len(ms), strings.Join(kinds, ", "), c.briefRemedy(kinds[0]))
+		e.Fix = c.fix(req, kinds)
+	default:
+		e.cause = acquireCause(ms, c.quorum, timeout)
+		if t := tallied(ms); t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= c.quorum {
+			e.wraps = append(e.wraps, ErrQuarantined)
+		}
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
+}
+
+// tallied counts the masters of each outcome.
+func tallied(ms []MasterOutcome) [MasterFailed + 1]int {
+	var t [MasterFailed + 1]int
+	for _, m := range ms {
+		t[m.Outcome]++
+	}
+	return t
+}
+
+// nodeErrs returns the masters' *NodeError values, in the order of ms.
+func nodeErrs(ms []MasterOutcome) []error {
+	var errs []error
+	for _, m := range ms {
+		if m.Err != nil {
+			errs = append(errs, m.Err)
+		}
+	}
+	return errs
+}
+
+// misconfigured returns how many masters failed in ways no retry fixes (an
+// ACL, a password, a replica or a cluster member given as a master), and
+// their kinds, when they are so many that no quorum is possible without
+// them: waiting for the lock would wait for ever. 0 otherwise.
+func misconfigured(ms []MasterOutcome, quorum int) (int, []string) {
+	n := 0
+	var kinds []string
+	for _, m := range ms {
+		if m.Outcome != MasterFailed || m.Err == nil || !permanent(m.Err) {
 			continue
 		}
-		addrs = append(addrs, c.nodes[i].addr())
-		if k := failureKind(a.err); !kinds[k] {
-			kinds[k] = true
-			order = append(order, k)
+		n++
+		if !slices.Contains(kinds, m.Why) {
+			kinds = append(kinds, m.Why)
 		}
 	}
-	if len(addrs) <= len(c.nodes)-c.quorum {
-		return nil
+	if n <= len(ms)-quorum {
+		return 0, nil
 	}
-	fixes := make([]string, len(order))
-	for j, k := range order {
+	return n, kinds
+}
+
+// briefRemedy is remedy in a few words, for a one-line error.
+func (c *Client) briefRemedy(kind string) string {
+	switch kind {
+	case "NOPERM":
+		if ns := c.names().NS; ns != "" {
+			return fmt.Sprintf("grant the ACL user ~%s* &%s*", ns, ns)
+		}
+		return fmt.Sprintf("grant the ACL user the lock's keys and ~%s* &%s*", scripts.ReservedPrefix, scripts.ReservedPrefix)
+	case "MOVED", "ASK", "CROSSSLOT", "CLUSTERDOWN":
+		return "a Redis Cluster member: give the cluster as one node, redis+cluster://host:port,..."
+	case "NOSCRIPT", "unknown command":
+		return "the master refuses Lua scripts; allow EVAL and EVALSHA"
+	}
+	return remedy(kind)
+}
+
+// fix says in full what would fix each kind of failure given.
+func (c *Client) fix(req request, kinds []string) string {
+	fixes := make([]string, len(kinds))
+	for j, k := range kinds {
 		fixes[j] = k + ": " + remedy(k)
 		if k == "NOPERM" {
 			fixes[j] += "; the lock's scripts touch " + c.touches(req)
 		}
 	}
-	return fmt.Errorf("%w: %d of %d masters (%s) refuse the lock's commands, and no quorum is possible without them: %s",
-		ErrMisconfigured, len(addrs), len(c.nodes), strings.Join(addrs, ", "), strings.Join(fixes, "; "))
+	return strings.Join(fixes, "; ")
 }
 
-// notObtained explains a failed attempt.
-func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
-	res := last.res
-	var why string
-	var quarantine error
+// acquireCause says in a few words why masters that a quorum was asked of
+// did not make one: the one obstacle that alone kept the quorum out of
+// reach, when there is one, or else each obstacle with its count.
+func acquireCause(ms []MasterOutcome, quorum int, timeout time.Duration) string {
+	t := tallied(ms)
+	n, spare := len(ms), len(ms)-quorum
 	switch {
-	case fenceErr != nil:
-		why = fenceErr.Error()
-	case quorum || res.OK():
-		why = fmt.Sprintf("a quorum agreed but the attempt took %v, leaving validity %v", elapsed, validity)
-	default:
-		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
-		if len(res.Abstained) > 0 {
-			why += fmt.Sprintf(", %d more kept out by the restart guard (restart quarantine, or a master it cannot trust)", len(res.Abstained))
-			if len(res.Yes)+len(res.Abstained) >= c.quorum {
-				quarantine = c.quarantined(key, res.Abstained, window)
-			}
-		}
-		switch {
-		case len(res.Pending) > 0 && elapsed >= timeout:
-			why += fmt.Sprintf(", %d gave no reply within %v", len(res.Pending), timeout)
-		case len(res.Pending) > 0:
-			why += fmt.Sprintf(", %d had not answered when the quorum was out of reach", len(res.Pending))
-		}
+	case t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= quorum:
+		return fmt.Sprintf("%d of %d masters %s", t[MasterAbstained], n, quarantine(ms))
+	case t[MasterAgreed] >= quorum:
+		return fmt.Sprintf("%d of %d masters granted, but too late: after the node timeout of %v", t[MasterAgreed], n, timeout)
+	case t[MasterHeld] > spare:
+		return fmt.Sprintf("held by another client (%d of %d masters)", t[MasterHeld], n)
+	case t[MasterNoReply] > spare:
+		return fmt.Sprintf("%d of %d masters gave no reply within %v", t[MasterNoReply], n, timeout)
+	case t[MasterFailed] > spare:
+		return fmt.Sprintf("%d of %d masters %s", t[MasterFailed], n, failures(ms))
 	}
-	switch {
-	case quarantine != nil && res.Err() != nil:
-		return fmt.Errorf("%w: key %q: %s: %w: %w", ErrNotObtained, key, why, quarantine, res.Err())
-	case quarantine != nil:
-		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, quarantine)
-	case res.Err() != nil:
-		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err())
-	}
-	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
+	return fmt.Sprintf("%d of %d masters granted, %d needed: %s", t[MasterAgreed], n, quorum, obstacles(ms, timeout, "held by another client"))
 }
 
-// quarantined explains why the masters given did not vote: each with the
-// guard's reason (a restart, a promotion, an eviction policy, state it
-// cannot read).
-func (c *Client) quarantined(key string, masters []int, window time.Duration) error {
-	now := c.o.clock.Now()
-	why := make([]string, len(masters))
-	for j, i := range masters {
-		reason := c.nodes[i].health(key).distrust(now, window)
-		if reason == "" {
-			reason = "out of the quorum" // trusted again since the vote
-		}
-		why[j] = c.nodes[i].addr() + ": " + reason
+// obstacles lists, with their counts, the outcomes of the masters that did
+// not agree; held names MasterHeld and MasterNotHeld in the caller's terms,
+// or is "" to leave them out.
+func obstacles(ms []MasterOutcome, timeout time.Duration, held string) string {
+	t := tallied(ms)
+	var parts []string
+	if k := t[MasterHeld] + t[MasterNotHeld]; k > 0 && held != "" {
+		parts = append(parts, fmt.Sprintf("%d %s", k, held))
 	}
-	return fmt.Errorf("%w: %s (guard window %v; a fresh cluster waits one window, and the window grows with the longest TTL this client used, see WithRestartGuard)",
-		ErrQuarantined, strings.Join(why, "; "), window)
+	if k := t[MasterAbstained]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", k, quarantine(ms)))
+	}
+	if k := t[MasterNoReply]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d gave no reply within %v", k, timeout))
+	}
+	if k := t[MasterFailed]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", k, failures(ms)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quarantine says why the abstaining masters of ms did not vote: a restart
+// or promotion that time ends, with when the first votes, or the first
+// reason that time does not end.
+func quarantine(ms []MasterOutcome) string {
+	first := time.Duration(-1)
+	promoted, restarted := false, false
+	for _, m := range ms {
+		if m.Outcome != MasterAbstained {
+			continue
+		}
+		if m.VotesIn <= 0 && m.Why != trustedSince {
+			return "may not vote: " + m.Why
+		}
+		if first < 0 || m.VotesIn < first {
+			first = m.VotesIn
+		}
+		if strings.HasPrefix(m.Why, "promoted") {
+			promoted = true
+		} else {
+			restarted = true
+		}
+	}
+	after := "a restart"
+	switch {
+	case promoted && restarted:
+		after = "a restart or failover"
+	case promoted:
+		after = "a failover"
+	}
+	return fmt.Sprintf("quarantined after %s, first votes in %v", after, roughly(first))
+}
+
+// failures names the kinds of failure of ms: "unreachable (connection
+// refused)" when every one is the network's, else "failed (kinds)".
+func failures(ms []MasterOutcome) string {
+	var kinds []string
+	network := true
+	for _, m := range ms {
+		if m.Outcome != MasterFailed {
+			continue
+		}
+		if !slices.Contains(kinds, m.Why) {
+			kinds = append(kinds, m.Why)
+		}
+		switch m.Why {
+		case "connection refused", "unreachable", "unresolvable host":
+		default:
+			network = false
+		}
+	}
+	if network {
+		return "unreachable (" + strings.Join(kinds, ", ") + ")"
+	}
+	return "failed (" + strings.Join(kinds, ", ") + ")"
 }
 
 // expiryHint estimates when enough masters will be free for a quorum: just
@@ -130,4 +290,123 @@ func heldFor(pttl time.Duration) error {
 		return fmt.Errorf("%w (expires in %v)", ErrHeld, pttl)
 	}
 	return ErrHeld
+}
+
+// notExtended is the error of an extension that failed: too few masters
+// extended the lock, or the validity left was not positive. It is written
+// from one tally of the round, taken once every master has answered or
+// reached its node timeout.
+func (l *Lock) notExtended(res *fanout.Result[scripts.Extended], validity, window, timeout time.Duration) error {
+	c := l.c
+	waitAll(c.o.clock, res, timeout)
+	now := c.o.clock.Now()
+	ms := make([]MasterOutcome, len(c.nodes))
+	for i := range c.nodes {
+		m := MasterOutcome{Node: i, Addr: c.nodes[i].addr()}
+		rep, in := res.Reply(i)
+		switch {
+		case !in:
+			m.Outcome, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
+		case errors.Is(rep.Err, ErrLockNotHeld):
+			m.Outcome, m.Err = MasterNotHeld, rep.Err
+		case rep.Err != nil:
+			m.Err = rep.Err
+			m.Outcome, m.Why = failed(rep.Err)
+		case rep.Vote == fanout.Yes:
+			m.Outcome = MasterAgreed
+		default:
+			h := c.nodes[i].health(l.req.key)
+			m.Outcome, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
+			if m.Why == "" {
+				m.Why = trustedSince
+			}
+		}
+		ms[i] = m
+	}
+	e := &AttemptError{Op: "extend", Key: l.req.key, Quorum: c.quorum, Masters: ms, head: "redlock: not extended"}
+	t := tallied(ms)
+	switch n := len(ms); {
+	case t[MasterNotHeld] > n-c.quorum:
+		e.wraps = append(e.wraps, errGone)
+		e.cause = fmt.Sprintf("%d of %d masters no longer hold it", t[MasterNotHeld], n)
+	case res.OK():
+		e.cause = fmt.Sprintf("a quorum extended it, leaving validity %v", validity)
+	default:
+		e.cause = fmt.Sprintf("%d of %d masters extended it, %d needed: %s", t[MasterAgreed], n, c.quorum, obstacles(ms, timeout, "no longer hold it"))
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
+}
+
+// lostBy is the error of an Extend that lost the lock with err.
+func lostBy(err error) error {
+	var ae *AttemptError
+	if !errors.As(err, &ae) {
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	c := *ae
+	c.head = "redlock: lock lost"
+	c.wraps = append([]error{ErrLockLost}, ae.wraps...)
+	return &c
+}
+
+// waitAll waits until every master of res has answered, or d has passed.
+func waitAll[T any](clk clock.Clock, res *fanout.Result[T], d time.Duration) {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	for i := range res.Nodes() {
+		select {
+		case <-res.Done(i):
+		case <-t.C():
+			return
+		}
+	}
+}
+
+// notReleased is what a release heard from every master, once each has
+// answered or reached its node timeout, when its first answers did not
+// settle it: nil when a quorum answered and one still held the token;
+// ErrLockNotHeld when a quorum answered and none did; else the masters
+// that could not be reached.
+func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Duration) error {
+	c := l.c
+	ms := make([]MasterOutcome, len(c.nodes))
+	answered, held := 0, false
+	for i := range c.nodes {
+		m := MasterOutcome{Node: i, Addr: c.nodes[i].addr()}
+		rep, in := res.Reply(i)
+		switch {
+		case !in:
+			m.Outcome, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
+		case rep.Err != nil:
+			m.Err = rep.Err
+			m.Outcome, m.Why = failed(rep.Err)
+		case rep.Value == scripts.NotHeld:
+			m.Outcome = MasterNotHeld
+			answered++
+		default:
+			m.Outcome = MasterAgreed
+			answered, held = answered+1, true
+		}
+		ms[i] = m
+	}
+	if answered >= c.quorum && held {
+		return nil
+	}
+	e := &AttemptError{Op: "release", Key: l.req.key, Quorum: c.quorum, Masters: ms}
+	t := tallied(ms)
+	switch {
+	case answered >= c.quorum && t[MasterNoReply]+t[MasterFailed] == 0:
+		e.head, e.cause = "redlock: lock not held", "no master still held it"
+		e.wraps = []error{ErrLockNotHeld}
+	case answered >= c.quorum:
+		e.head = "redlock: lock not held"
+		e.cause = fmt.Sprintf("no master of the %d that answered still held it; %s", answered, obstacles(ms, timeout, ""))
+		e.wraps = []error{ErrLockNotHeld}
+	default:
+		e.head = "redlock: not released"
+		e.cause = fmt.Sprintf("%d of %d masters answered, %d needed: %s; the lock is as it was", answered, len(ms), c.quorum, obstacles(ms, timeout, ""))
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
 }
