@@ -73,7 +73,7 @@ func (c *Client) notObtained(req request, last round, fenceErr error, quorum boo
 	case fenceErr != nil:
 		e.cause = fenceErr.Error()
 	case quorum:
-		e.cause = fmt.Sprintf("a quorum agreed, but the attempt took %v, leaving validity %v", elapsed, validity)
+		e.cause = fmt.Sprintf("a quorum agreed, but the attempt took %v, leaving validity %v", roughly(elapsed), roughly(validity))
 	case mis > 0:
 		e.wraps = append(e.wraps, ErrMisconfigured)
 		e.cause = fmt.Sprintf("%d of %d masters refuse the lock's commands (%s): %s", mis, len(ms), strings.Join(kinds, ", "), c.briefRemedy(kinds[0]))
@@ -330,7 +330,7 @@ func (l *Lock) notExtended(res *fanout.Result[scripts.Extended], validity, windo
 		e.wraps = append(e.wraps, errGone)
 		e.cause = fmt.Sprintf("%d of %d masters no longer hold it", t[MasterNotHeld], n)
 	case res.OK():
-		e.cause = fmt.Sprintf("a quorum extended it, leaving validity %v", validity)
+		e.cause = fmt.Sprintf("a quorum extended it, leaving validity %v", roughly(validity))
 	default:
 		e.cause = fmt.Sprintf("%d of %d masters extended it, %d needed: %s", t[MasterAgreed], n, c.quorum, obstacles(ms, timeout, "no longer hold it"))
 	}

@@ -84,10 +84,13 @@ func (h health) votesIn(now time.Time, window time.Duration) time.Duration {
 	return max(d, 0)
 }
 
-// roughly rounds d for people to read: to the millisecond below a second,
-// to a tenth of a second below ten, to the second above.
+// roughly rounds d for people to read: to the microsecond below a
+// millisecond, to the millisecond below a second, to a tenth of a second
+// below ten, to the second above.
 func roughly(d time.Duration) time.Duration {
 	switch {
+	case d > -time.Millisecond && d < time.Millisecond:
+		return d.Round(time.Microsecond)
 	case d < time.Second:
 		return d.Round(time.Millisecond)
 	case d < 10*time.Second:
