@@ -233,7 +233,8 @@ func quarantine(ms []MasterOutcome) string {
 }
 
 // failures names the kinds of failure of ms: "unreachable (connection
-// refused)" when every one is the network's, else "failed (kinds)".
+// refused)" when every one is the network's or TLS's, else "failed
+// (kinds)".
 func failures(ms []MasterOutcome) string {
 	var kinds []string
 	network := true
@@ -244,13 +245,16 @@ func failures(ms []MasterOutcome) string {
 		if !slices.Contains(kinds, m.Why) {
 			kinds = append(kinds, m.Why)
 		}
-		switch m.Why {
-		case "connection refused", "unreachable", "unresolvable host":
+		switch {
+		case m.Why == "connection refused", m.Why == "unreachable", m.Why == "unresolvable host", strings.HasPrefix(m.Why, "tls: "):
 		default:
 			network = false
 		}
 	}
 	if network {
+		if kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == "unreachable" }); len(kinds) == 0 {
+			return "unreachable"
+		}
 		return "unreachable (" + strings.Join(kinds, ", ") + ")"
 	}
 	return "failed (" + strings.Join(kinds, ", ") + ")"

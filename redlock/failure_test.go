@@ -287,6 +287,10 @@ func TestAcquireCause(t *testing.T) {
 	vetoed[2].VotesIn, vetoed[2].Why = 0, "it is a replica (role:slave), not a master; give the client the master's address"
 	failedOther := of(A, F, F)
 	failedOther[2].Why = "OOM"
+	netOnly := of(A, F, F)
+	netOnly[1].Why, netOnly[2].Why = "unreachable", "unreachable"
+	tlsToo := of(A, F, F)
+	tlsToo[1].Why = "tls: certificate required"
 	for _, tc := range []struct {
 		name string
 		ms   []MasterOutcome
@@ -299,6 +303,8 @@ func TestAcquireCause(t *testing.T) {
 		{"kept out for good", vetoed, "2 of 3 masters may not vote: it is a replica (role:slave), not a master; give the client the master's address"},
 		{"no reply", of(A, A, S, S, S), "3 of 5 masters gave no reply within 50ms"},
 		{"unreachable", of(A, F, F), "2 of 3 masters unreachable (connection refused)"},
+		{"unreachable, no more said", netOnly, "2 of 3 masters unreachable"},
+		{"unreachable, TLS", tlsToo, "2 of 3 masters unreachable (tls: certificate required, connection refused)"},
 		{"failed otherwise", failedOther, "2 of 3 masters failed (connection refused, OOM)"},
 		{"late grants", of(A, A, S), "2 of 3 masters granted, but too late: after the node timeout of 50ms"},
 		{"mixed", of(A, H, S, F, Q), "1 of 5 masters granted, 3 needed: 1 held by another client, 1 quarantined after a restart, first votes in 12s, 1 gave no reply within 50ms, 1 unreachable (connection refused)"},
