@@ -188,7 +188,7 @@ func obstacles(ms []MasterOutcome, timeout time.Duration, held string) string {
 		parts = append(parts, fmt.Sprintf("%d %s", k, held))
 	}
 	if k := t[MasterAbstained]; k > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", k, quarantine(ms)))
+		parts = append(parts, fmt.Sprintf("%d %s", k, strings.Replace(quarantine(ms), " after a restart,", ",", 1)))
 	}
 	if k := t[MasterNoReply]; k > 0 {
 		parts = append(parts, fmt.Sprintf("%d gave no reply within %v", k, timeout))
