@@ -280,7 +280,7 @@ func TestAcquireCause(t *testing.T) {
 		F = MasterFailed
 	)
 	promoted := of(A, Q, Q)
-	promoted[1].Why = "promoted from a replica 2s ago, votes in 58s"
+	promoted[1].Why = "promoted from a replica, known for 2s, votes in 58s"
 	vetoed := of(A, Q, Q)
 	vetoed[2].VotesIn, vetoed[2].Why = 0, "it is a replica (role:slave), not a master; give the client the master's address"
 	failedOther := of(A, F, F)

@@ -58,7 +58,7 @@ func (h health) distrust(now time.Time, window time.Duration) string {
 	case window <= 0 || !h.known:
 		return ""
 	case !h.promotedAt.IsZero() && now.Sub(h.promotedAt) < window:
-		return fmt.Sprintf("promoted from a replica %v ago, votes in %v", roughly(now.Sub(h.promotedAt)), roughly(h.votesIn(now, window)))
+		return fmt.Sprintf("promoted from a replica, known for %v, votes in %v", roughly(now.Sub(h.promotedAt)), roughly(h.votesIn(now, window)))
 	case !h.durable && now.Sub(h.bootAt) < window && h.bootAt.After(h.startedAt):
 		return fmt.Sprintf("restarted or replaced (its run_id changed %v ago), votes in %v", roughly(now.Sub(h.bootAt)), roughly(h.votesIn(now, window)))
 	case !h.durable && now.Sub(h.bootAt) < window:
