@@ -156,6 +156,9 @@ func TestMutualTLS_NewFromAddrs_LocksAndReleases(t *testing.T) {
 	_, err = bare.TryLock(ctx, "mtls-other", 10*time.Second)
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	assert.Contains(t, err.Error(), "certificate required")
+	var ae *redlock.AttemptError
+	require.ErrorAs(t, err, &ae)
+	assert.Contains(t, ae.Detail(), "remote error: tls: certificate required")
 
 	require.NoError(t, l.Release(ctx))
 	st, err = c.Inspect(ctx, "mtls-job")

@@ -138,7 +138,9 @@ func New(addr string, opts ...Option) (*Redis, error) {
 		}
 		conn, err := redis.DialContext(ctx, "tcp", c.addr, opts...)
 		if err != nil {
-			return nil, err
+			// A refused AUTH or SELECT is the master's reply: the
+			// driver's error, so that its code (WRONGPASS) is read.
+			return nil, serverError(err)
 		}
 		r.dials.Add(1)
 		return conn, nil

@@ -144,7 +144,7 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 		_, err := c.TryLock(ctx, migrating, ttl)
 		require.ErrorIs(t, err, ErrNotObtained)
 		assert.NotErrorIs(t, err, ErrMisconfigured)
-		assert.Contains(t, err.Error(), "TRYAGAIN")
+		assert.Contains(t, detail(t, err), "TRYAGAIN")
 		for _, cl := range cs {
 			masters, err := cl.Masters()
 			require.NoError(t, err)
@@ -174,7 +174,7 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 				require.ErrorIs(t, err, ErrMisconfigured)
 				assert.Less(t, time.Since(start), 2*time.Second, "Lock retried a permanent error")
 				assert.Contains(t, err.Error(), "NOPERM")
-				assert.Contains(t, err.Error(), strings.TrimPrefix(p, "+"), "the error names the command")
+				assert.Contains(t, detail(t, err), strings.TrimPrefix(p, "+"), "the error's detail names the command")
 			case "+spublish":
 				c, _ := client(t, without(p))
 				key := clusterKeys(t, "unannounced")[0]

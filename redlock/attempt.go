@@ -172,10 +172,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		// A split this attempt lost: the winner keeps its grants and asks
 		// again; wait for its release, or the backoff.
 	}
-	out.err = c.notObtained(key, last, fenceErr, ok, elapsed, validity, timeout, window)
-	if mis := c.misconfigured(req, last); mis != nil {
-		out.err = fmt.Errorf("%w: %w", mis, out.err)
-	}
+	out.err = c.notObtained(req, last, fenceErr, ok, elapsed, validity, timeout, window)
 	return out
 }
 

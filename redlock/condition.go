@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -132,9 +133,15 @@ func failureKind(err error) string {
 	}
 	var dns *net.DNSError
 	var ne net.Error
+	var op *net.OpError
+	var cert *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &dns):
 		return "unresolvable host"
+	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
+		return op.Err.Error() // a TLS alert: "tls: certificate required"
+	case errors.As(err, &cert):
+		return "tls: certificate not trusted"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case timedOut(err):

@@ -37,17 +37,19 @@ var (
 // have made the quorum: they restarted, or were promoted, less than the
 // guard window ago, or cannot be trusted at all (a replica, an evicting
 // master, one whose state cannot be read). It is not contention: nobody need
-// hold the key. A freshly started cluster refuses every lock this way for
-// one window, and one long TTL widens the window for the whole client (see
-// WithRestartGuard). The error's text names each master and why.
+// hold the key. On masters started a moment ago, TryLock fails this way for
+// one window and Lock waits it out; one long TTL widens the window for the
+// whole client (see WithRestartGuard). The error's text says when the first
+// of them votes; its *AttemptError says, for each, why.
 var ErrQuarantined = errors.New("redlock: masters in restart quarantine")
 
 // ErrMisconfigured comes inside ErrNotObtained when so many masters refuse
 // the lock's commands in a way no retry fixes (NOPERM, NOAUTH or WRONGPASS,
 // READONLY, MOVED or CROSSSLOT, OOM, scripting denied) that no quorum is
 // possible without them. Lock and Do then return at once instead of waiting
-// for ever. The error's text names the masters, the keys and channels
-// involved, and what would fix it; each master's *NodeError is wrapped too.
+// for ever. The error's text names the failure and the fix in brief; its
+// *AttemptError's Fix names the keys and channels involved, and each
+// master's *NodeError is wrapped too.
 var ErrMisconfigured = errors.New("redlock: masters misconfigured for locking")
 
 // ErrHeld is one master's refusal: the key is held there by another owner.
@@ -56,8 +58,9 @@ var ErrMisconfigured = errors.New("redlock: masters misconfigured for locking")
 var ErrHeld = errors.New("redlock: held by another owner")
 
 // NodeError is what went wrong on one master. An error about several
-// masters wraps one *NodeError for each: errors.Is matches a cause on any of
-// them, and errors.As finds the first.
+// masters (an *AttemptError) wraps one *NodeError for each, in the order of
+// the masters: errors.Is matches a cause on any of them, and errors.As finds
+// the first.
 type NodeError struct {
 	Node int    // index of the master in the list given to New
 	Addr string // its address
@@ -80,11 +83,8 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// nodeErr is master i's part of an error. Errors about several masters are
-// put together by fanout.Aggregate as one *multierror.Error (go-multierror),
-// whose chain errors.Is and errors.As walk in order: As stops at the first
-// *NodeError. NodeError's doc promises only what errors.Is and errors.As
-// find, not the aggregate's type.
+// nodeErr is master i's part of an error. Errors about several masters
+// are *AttemptError values, whose Unwrap lists each master's *NodeError.
 func (c *Client) nodeErr(i int, err error) error {
 	if timedOut(err) && !errors.Is(err, errNoReply) {
 		err = fmt.Errorf("%w: %w", errNoReply, err)

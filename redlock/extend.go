@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/quorumlock/quorumlock"
@@ -15,7 +14,8 @@ import (
 // parallel. It succeeds only if a quorum did so and the new validity is
 // positive; then Until moves on. Otherwise the lock must be treated as lost:
 // Extend returns an error wrapping ErrLockLost, closes Done, and Err reports
-// the loss. A reentrant lock's TTL is never shortened.
+// the loss. The error is an *AttemptError: one line with the cause, and
+// what each master did. A reentrant lock's TTL is never shortened.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := l.checkObtained(); err != nil {
 		return err
@@ -45,7 +45,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	until, err := l.extend(ctx, ttl)
 	if err != nil {
 		l.end(lost, ErrLockLost)
-		return fmt.Errorf("%w: %w", ErrLockLost, err)
+		return lostBy(err)
 	}
 	l.moved(until, ttl)
 	return nil
@@ -96,23 +96,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		l.retake(req, res)
 		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
 	}
-	gone := 0
-	for _, i := range res.No {
-		if rep, _ := res.Reply(i); errors.Is(rep.Err, ErrLockNotHeld) {
-			gone++
-		}
-	}
-	why := fmt.Sprintf("%d of %d masters extended it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
-	if res.OK() {
-		why = fmt.Sprintf("validity %v left", validity)
-	}
-	if gone > len(c.nodes)-c.quorum {
-		return time.Time{}, fmt.Errorf("%w: %s", errGone, why)
-	}
-	if err := res.Err(); err != nil {
-		return time.Time{}, fmt.Errorf("%s: %w", why, err)
-	}
-	return time.Time{}, errors.New(why)
+	return time.Time{}, l.notExtended(res, validity, window, c.nodeTimeout(ttl))
 }
 
 // retake sets the lock again, in the background, on masters where the

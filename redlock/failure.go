@@ -1,99 +1,262 @@
 package redlock
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
-// misconfigured returns an ErrMisconfigured error when so many masters of
-// the round failed in ways no retry fixes (an ACL, a password, a replica or
-// a cluster member given as a master) that no quorum is possible without
-// them: waiting for the lock would wait for ever.
-func (c *Client) misconfigured(req request, r round) error {
-	var addrs []string
-	kinds := map[string]bool{}
-	var order []string
+// outcomes is the one tally of an acquisition round that its error is
+// written from: each master's outcome, read once. A master whose answer is
+// not in gave no reply: the round, and the roll-back after it, waited for it
+// as long as they wait for any master.
+func (c *Client) outcomes(r round, key string, window time.Duration) []MasterAnswer {
+	now := c.o.clock.Now()
+	ms := make([]MasterAnswer, len(c.nodes))
 	for i := range c.nodes {
-		a, _, ok := r.answer(i)
-		if !ok || a.err == nil || !permanent(a.err) {
+		m := MasterAnswer{Node: i, Addr: c.nodes[i].addr()}
+		rep, in := r.res.Reply(i)
+		switch {
+		case !in:
+			m.Answer, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
+		case rep.Value.err != nil:
+			m.Err = rep.Err
+			m.Answer, m.Why = failed(rep.Value.err)
+		case !rep.Value.grant.OK:
+			m.Answer, m.Err = MasterHeld, rep.Err
+		case rep.Vote == fanout.Yes:
+			m.Answer = MasterAgreed
+		default:
+			h := c.nodes[i].health(key)
+			m.Answer, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
+			if m.Why == "" {
+				m.Why = trustedSince
+			}
+		}
+		ms[i] = m
+	}
+	return ms
+}
+
+// trustedSince is the Why of a master that abstained and that the guard
+// has trusted since.
+const trustedSince = "not counted when it answered, trusted since"
+
+// failed sorts a master's failure: no reply, or another failure of the
+// kind given.
+func failed(err error) (Answer, string) {
+	switch kind := failureKind(err); {
+	case errors.Is(err, context.Canceled):
+		return MasterFailed, "cancelled"
+	case kind == "no reply":
+		return MasterNoReply, ""
+	default:
+		return MasterFailed, kind
+	}
+}
+
+// notObtained is the error of a failed attempt on key, written from one
+// tally of its last round (see outcomes).
+func (c *Client) notObtained(req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
+	ms := c.outcomes(last, req.key, window)
+	e := &AttemptError{Op: "lock", Key: req.key, Quorum: c.quorum, Masters: ms, head: "redlock: not obtained"}
+	e.wraps = []error{ErrNotObtained}
+	switch mis, kinds := misconfigured(ms, c.quorum); {
+	case fenceErr != nil:
+		e.cause = fenceErr.Error()
+	case quorum:
+		e.cause = fmt.Sprintf("a quorum agreed, but the attempt took %v, leaving validity %v", roughly(elapsed), roughly(validity))
+	case mis > 0:
+		e.wraps = append(e.wraps, ErrMisconfigured)
+		e.cause = fmt.Sprintf("%d of %d masters refuse the lock's commands (%s): %s", mis, len(ms), strings.Join(kinds, ", "), c.briefRemedy(kinds[0]))
+		e.Fix = c.fix(req, kinds)
+	default:
+		e.cause = acquireCause(ms, c.quorum, timeout)
+		if t := tallied(ms); t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= c.quorum {
+			e.wraps = append(e.wraps, ErrQuarantined)
+		}
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
+}
+
+// tallied counts the masters of each outcome.
+func tallied(ms []MasterAnswer) [MasterFailed + 1]int {
+	var t [MasterFailed + 1]int
+	for _, m := range ms {
+		t[m.Answer]++
+	}
+	return t
+}
+
+// nodeErrs returns the masters' *NodeError values, in the order of ms.
+func nodeErrs(ms []MasterAnswer) []error {
+	var errs []error
+	for _, m := range ms {
+		if m.Err != nil {
+			errs = append(errs, m.Err)
+		}
+	}
+	return errs
+}
+
+// misconfigured returns how many masters failed in ways no retry fixes (an
+// ACL, a password, a replica or a cluster member given as a master), and
+// their kinds, when they are so many that no quorum is possible without
+// them: waiting for the lock would wait for ever. 0 otherwise.
+func misconfigured(ms []MasterAnswer, quorum int) (int, []string) {
+	n := 0
+	var kinds []string
+	for _, m := range ms {
+		if m.Answer != MasterFailed || m.Err == nil || !permanent(m.Err) {
 			continue
 		}
-		addrs = append(addrs, c.nodes[i].addr())
-		if k := failureKind(a.err); !kinds[k] {
-			kinds[k] = true
-			order = append(order, k)
+		n++
+		if !slices.Contains(kinds, m.Why) {
+			kinds = append(kinds, m.Why)
 		}
 	}
-	if len(addrs) <= len(c.nodes)-c.quorum {
-		return nil
+	if n <= len(ms)-quorum {
+		return 0, nil
 	}
-	fixes := make([]string, len(order))
-	for j, k := range order {
+	return n, kinds
+}
+
+// briefRemedy is remedy in a few words, for a one-line error.
+func (c *Client) briefRemedy(kind string) string {
+	switch kind {
+	case "NOPERM":
+		if ns := c.names().NS; ns != "" {
+			return fmt.Sprintf("grant the ACL user ~%s* &%s*", ns, ns)
+		}
+		return fmt.Sprintf("grant the ACL user the lock's keys and ~%s* &%s*", scripts.ReservedPrefix, scripts.ReservedPrefix)
+	case "MOVED", "ASK", "CROSSSLOT", "CLUSTERDOWN":
+		return "a Redis Cluster member: give the cluster as one node, redis+cluster://host:port,..."
+	case "NOSCRIPT", "unknown command":
+		return "the master refuses Lua scripts; allow EVAL and EVALSHA"
+	}
+	return remedy(kind)
+}
+
+// fix says in full what would fix each kind of failure given.
+func (c *Client) fix(req request, kinds []string) string {
+	fixes := make([]string, len(kinds))
+	for j, k := range kinds {
 		fixes[j] = k + ": " + remedy(k)
 		if k == "NOPERM" {
 			fixes[j] += "; the lock's scripts touch " + c.touches(req)
 		}
 	}
-	return fmt.Errorf("%w: %d of %d masters (%s) refuse the lock's commands, and no quorum is possible without them: %s",
-		ErrMisconfigured, len(addrs), len(c.nodes), strings.Join(addrs, ", "), strings.Join(fixes, "; "))
+	return strings.Join(fixes, "; ")
 }
 
-// notObtained explains a failed attempt.
-func (c *Client) notObtained(key string, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
-	res := last.res
-	var why string
-	var quarantine error
+// acquireCause says in a few words why masters that a quorum was asked of
+// did not make one: the one obstacle that alone kept the quorum out of
+// reach, when there is one, or else each obstacle with its count.
+func acquireCause(ms []MasterAnswer, quorum int, timeout time.Duration) string {
+	t := tallied(ms)
+	n, spare := len(ms), len(ms)-quorum
 	switch {
-	case fenceErr != nil:
-		why = fenceErr.Error()
-	case quorum || res.OK():
-		why = fmt.Sprintf("a quorum agreed but the attempt took %v, leaving validity %v", elapsed, validity)
-	default:
-		why = fmt.Sprintf("%d of %d masters granted it, %d needed", len(res.Yes), len(c.nodes), c.quorum)
-		if len(res.Abstained) > 0 {
-			why += fmt.Sprintf(", %d more kept out by the restart guard (restart quarantine, or a master it cannot trust)", len(res.Abstained))
-			if len(res.Yes)+len(res.Abstained) >= c.quorum {
-				quarantine = c.quarantined(key, res.Abstained, window)
-			}
+	case t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= quorum:
+		return fmt.Sprintf("%d of %d masters %s", t[MasterAbstained], n, quarantine(ms))
+	case t[MasterAgreed] >= quorum:
+		return fmt.Sprintf("%d of %d masters granted, but too late: after the node timeout of %v", t[MasterAgreed], n, timeout)
+	case t[MasterHeld] > spare:
+		return fmt.Sprintf("held by another client (%d of %d masters)", t[MasterHeld], n)
+	case t[MasterNoReply] > spare:
+		return fmt.Sprintf("%d of %d masters gave no reply within %v", t[MasterNoReply], n, timeout)
+	case t[MasterFailed] > spare:
+		return fmt.Sprintf("%d of %d masters %s", t[MasterFailed], n, failures(ms))
+	}
+	return fmt.Sprintf("%d of %d masters granted, %d needed: %s", t[MasterAgreed], n, quorum, obstacles(ms, timeout, "held by another client"))
+}
+
+// obstacles lists, with their counts, the outcomes of the masters that did
+// not agree; held names MasterHeld and MasterNotHeld in the caller's terms,
+// or is "" to leave them out.
+func obstacles(ms []MasterAnswer, timeout time.Duration, held string) string {
+	t := tallied(ms)
+	var parts []string
+	if k := t[MasterHeld] + t[MasterNotHeld]; k > 0 && held != "" {
+		parts = append(parts, fmt.Sprintf("%d %s", k, held))
+	}
+	if k := t[MasterAbstained]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", k, strings.Replace(quarantine(ms), " after a restart,", ",", 1)))
+	}
+	if k := t[MasterNoReply]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d gave no reply within %v", k, timeout))
+	}
+	if k := t[MasterFailed]; k > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", k, failures(ms)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quarantine says why the abstaining masters of ms did not vote: a restart
+// or promotion that time ends, with when the first votes, or the first
+// reason that time does not end.
+func quarantine(ms []MasterAnswer) string {
+	first := time.Duration(-1)
+	promoted, restarted := false, false
+	for _, m := range ms {
+		if m.Answer != MasterAbstained {
+			continue
+		}
+		if m.VotesIn <= 0 && m.Why != trustedSince {
+			return "may not vote: " + m.Why
+		}
+		if first < 0 || m.VotesIn < first {
+			first = m.VotesIn
+		}
+		if strings.HasPrefix(m.Why, "promoted") {
+			promoted = true
+		} else {
+			restarted = true
+		}
+	}
+	after := "a restart"
+	switch {
+	case promoted && restarted:
+		after = "a restart or failover"
+	case promoted:
+		after = "a failover"
+	}
+	return fmt.Sprintf("quarantined after %s, first votes in %v", after, roughly(first))
+}
+
+// failures names the kinds of failure of ms: "unreachable (connection
+// refused)" when every one is the network's or TLS's, else "failed
+// (kinds)".
+func failures(ms []MasterAnswer) string {
+	var kinds []string
+	network := true
+	for _, m := range ms {
+		if m.Answer != MasterFailed {
+			continue
+		}
+		if !slices.Contains(kinds, m.Why) {
+			kinds = append(kinds, m.Why)
 		}
 		switch {
-		case len(res.Pending) > 0 && elapsed >= timeout:
-			why += fmt.Sprintf(", %d gave no reply within %v", len(res.Pending), timeout)
-		case len(res.Pending) > 0:
-			why += fmt.Sprintf(", %d had not answered when the quorum was out of reach", len(res.Pending))
+		case m.Why == "connection refused", m.Why == "unreachable", m.Why == "unresolvable host", strings.HasPrefix(m.Why, "tls: "):
+		default:
+			network = false
 		}
 	}
-	switch {
-	case quarantine != nil && res.Err() != nil:
-		return fmt.Errorf("%w: key %q: %s: %w: %w", ErrNotObtained, key, why, quarantine, res.Err())
-	case quarantine != nil:
-		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, quarantine)
-	case res.Err() != nil:
-		return fmt.Errorf("%w: key %q: %s: %w", ErrNotObtained, key, why, res.Err())
-	}
-	return fmt.Errorf("%w: key %q: %s", ErrNotObtained, key, why)
-}
-
-// quarantined explains why the masters given did not vote: each with the
-// guard's reason (a restart, a promotion, an eviction policy, state it
-// cannot read).
-func (c *Client) quarantined(key string, masters []int, window time.Duration) error {
-	now := c.o.clock.Now()
-	why := make([]string, len(masters))
-	for j, i := range masters {
-		reason := c.nodes[i].health(key).distrust(now, window)
-		if reason == "" {
-			reason = "out of the quorum" // trusted again since the vote
+	if network {
+		if kinds = slices.DeleteFunc(kinds, func(k string) bool { return k == "unreachable" }); len(kinds) == 0 {
+			return "unreachable"
 		}
-		why[j] = c.nodes[i].addr() + ": " + reason
+		return "unreachable (" + strings.Join(kinds, ", ") + ")"
 	}
-	return fmt.Errorf("%w: %s (guard window %v; a fresh cluster waits one window, and the window grows with the longest TTL this client used, see WithRestartGuard)",
-		ErrQuarantined, strings.Join(why, "; "), window)
+	return "failed (" + strings.Join(kinds, ", ") + ")"
 }
 
 // expiryHint estimates when enough masters will be free for a quorum: just

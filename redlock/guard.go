@@ -48,7 +48,9 @@ func (h health) trusted(now time.Time, window time.Duration) bool {
 // A master that restarted (or changed its run_id) is out for window from
 // then, unless it keeps every write across a restart; a master promoted from
 // a replica is out for window from when it is known to have been promoted,
-// durable or not, since what it lacks never reached it.
+// durable or not, since what it lacks never reached it. A master first seen
+// young may be new rather than restarted: the guard cannot tell the two
+// apart, so the text says both.
 func (h health) distrust(now time.Time, window time.Duration) string {
 	switch {
 	case h.veto != "":
@@ -56,11 +58,45 @@ func (h health) distrust(now time.Time, window time.Duration) string {
 	case window <= 0 || !h.known:
 		return ""
 	case !h.promotedAt.IsZero() && now.Sub(h.promotedAt) < window:
-		return fmt.Sprintf("promoted from a replica, known for %v; out of the quorum until known for %v", now.Sub(h.promotedAt).Round(time.Millisecond), window)
+		return fmt.Sprintf("promoted from a replica, known for %v, votes in %v", roughly(now.Sub(h.promotedAt)), roughly(h.votesIn(now, window)))
+	case !h.durable && now.Sub(h.bootAt) < window && h.bootAt.After(h.startedAt):
+		return fmt.Sprintf("restarted or replaced (its run_id changed %v ago), votes in %v", roughly(now.Sub(h.bootAt)), roughly(h.votesIn(now, window)))
 	case !h.durable && now.Sub(h.bootAt) < window:
-		return fmt.Sprintf("restarted %v ago; out of the quorum until %v after that", now.Sub(h.bootAt).Round(time.Millisecond), window)
+		return fmt.Sprintf("new or restarted, up %v, votes in %v", roughly(now.Sub(h.startedAt)), roughly(h.votesIn(now, window)))
 	}
 	return ""
+}
+
+// votesIn returns how long until the master's vote counts by the clock
+// alone: 0 when it counts now, or when only a veto keeps it out, which time
+// does not lift.
+func (h health) votesIn(now time.Time, window time.Duration) time.Duration {
+	if h.veto != "" || window <= 0 || !h.known {
+		return 0
+	}
+	var d time.Duration
+	if !h.promotedAt.IsZero() {
+		d = max(d, h.promotedAt.Add(window).Sub(now))
+	}
+	if !h.durable {
+		d = max(d, h.bootAt.Add(window).Sub(now))
+	}
+	return max(d, 0)
+}
+
+// roughly rounds d for people to read: to the microsecond below a
+// millisecond, to the millisecond below a second, to a tenth of a second
+// below ten, to the second above.
+func roughly(d time.Duration) time.Duration {
+	switch {
+	case d > -time.Millisecond && d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // identity is the master's identity as the acquire script checks it against
@@ -410,13 +446,13 @@ func (g *guard) report(addr string, prev, h *health, f fields, kind string) {
 			g.log.Warn("redlock: another server answers at the master's address (its run_id changed, and it has been up longer than the guard window): a failover; "+votes,
 				"addr", addr, "state", "replaced", "run_id", h.runID, "was", prev.runID, "uptime", up.Round(time.Second), "window", w)
 		} else if !h.durable && w > 0 {
-			g.log.Info("redlock: master restarted; its votes do not count until the guard window has passed",
-				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
+			g.log.Info("redlock: master restarted or replaced (its run_id changed): up "+roughly(up).String()+", votes in "+roughly(h.votesIn(now, w)).String(),
+				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", roughly(up), "votes_in", roughly(h.votesIn(now, w)), "window", w)
 		}
 	case prev == nil:
 		if up := now.Sub(h.startedAt); !h.durable && w > 0 && up < w {
-			g.log.Info("redlock: master restarted recently; its votes do not count until its uptime reaches the guard window",
-				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", up.Round(time.Second), "window", w)
+			g.log.Info("redlock: master new or restarted: up "+roughly(up).String()+", votes in "+roughly(h.votesIn(now, w)).String(),
+				"addr", addr, "state", "restarted", "run_id", h.runID, "uptime", roughly(up), "votes_in", roughly(h.votesIn(now, w)), "window", w)
 		}
 	}
 }

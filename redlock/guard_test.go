@@ -468,3 +468,54 @@ func TestGuards_PerShard(t *testing.T) {
 	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
 	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
 }
+
+// A master seen young is new or restarted, the guard cannot tell which:
+// the text says both, with its uptime and when it votes, in its distrust
+// and in the one INFO record of it; never a restart some time "ago".
+func TestGuard_SaysWhatIsTrueOfAYoungMaster(t *testing.T) {
+	const window = 8 * time.Second
+	for _, tc := range []struct {
+		name     string
+		reads    []healthRead
+		after    time.Duration // between the last read and the distrust
+		distrust string
+		info     string // the INFO record of the last read
+	}{
+		{"first seen, up 0s", []healthRead{plainMaster("a", 0)}, 0,
+			"new or restarted, up 0s, votes in 8s", "redlock: master new or restarted: up 0s, votes in 8s"},
+		{"first seen, up 0s, 3s later", []healthRead{plainMaster("a", 0)}, 3 * time.Second,
+			"new or restarted, up 3s, votes in 5s", "redlock: master new or restarted: up 0s, votes in 8s"},
+		{"first seen, up 3s", []healthRead{plainMaster("a", 3)}, 0,
+			"new or restarted, up 2s, votes in 6s", "redlock: master new or restarted: up 2s, votes in 6s"},
+		{"run_id changed, long up", []healthRead{plainMaster("a", 5000), plainMaster("b", 100)}, time.Second,
+			"restarted or replaced (its run_id changed 1s ago), votes in 7s", ""},
+		{"run_id changed, up 0s", []healthRead{plainMaster("a", 5000), plainMaster("b", 0)}, 0,
+			"new or restarted, up 0s, votes in 8s", "redlock: master restarted or replaced (its run_id changed): up 0s, votes in 8s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			l := &logs{}
+			g := newTestGuard(clk, l, window)
+			for i, m := range tc.reads {
+				g.observe("m", m.reading(), uint64(i+1))
+			}
+			clk.Advance(tc.after)
+			got := g.load().distrust(clk.Now(), window)
+			assert.Equal(t, tc.distrust, got)
+			assert.NotContains(t, got, "ago,", "a restart at a time the guard cannot know")
+			var infos []string
+			l.mu.Lock()
+			for _, r := range l.recs {
+				if r.Level == slog.LevelInfo {
+					infos = append(infos, r.Message)
+				}
+			}
+			l.mu.Unlock()
+			if tc.info == "" {
+				assert.Empty(t, infos)
+				return
+			}
+			assert.Equal(t, []string{tc.info}, infos)
+		})
+	}
+}

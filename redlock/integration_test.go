@@ -537,7 +537,7 @@ func TestIntegration_RestartGuard(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, err, ErrNotObtained)
-			assert.Contains(t, err.Error(), "restart quarantine")
+			assert.Contains(t, err.Error(), "quarantined after a restart")
 			st, err := b.Inspect(ctx, "k")
 			require.NoError(t, err)
 			for i, n := range st.Nodes {

@@ -61,7 +61,7 @@ func defaultOptions() options {
 		nodeTimeout:  DefaultNodeTimeout,
 		retry:        DefaultRetry(),
 		clock:        clock.Real(),
-		logger:       slog.Default(),
+		logger:       defaultLogger(),
 		tokens:       RandomToken,
 		restartGuard: restartGuardAuto,
 		fenceKeep:    DefaultFenceRetention,
@@ -104,9 +104,14 @@ func WithRetry(b Backoff) Option { return optionFunc(func(o *options) { o.retry 
 // WithClock sets the clock. Default clock.Real(). Must not be nil.
 func WithClock(c clock.Clock) Option { return optionFunc(func(o *options) { o.clock = c }) }
 
-// WithLogger sets where the client reports what it does on its own, such as a
-// master put in quarantine by the restart guard. Default slog.Default().
-// Must not be nil.
+// WithLogger sets where the client reports what it does on its own: at
+// WARN, what needs an operator (a lock lost, a master that may not vote at
+// all, a refused password); at INFO, a master quarantined after a restart or
+// not answering; at DEBUG, retries and extensions. Must not be nil.
+//
+// Default: slog.Default() as it is when the client is made, passed only
+// records at WARN and above; without WithLogger the client logs nothing
+// below WARN.
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
 
 // WithTokenGenerator sets how lock tokens are made. Default RandomToken, 128
@@ -123,6 +128,13 @@ func WithTokenGenerator(f func() (string, error)) Option {
 // step. Default: the longest TTL this client has used, plus its drift
 // reserve; where other clients lock the same keys with longer TTLs, pass the
 // longest of theirs (plus drift) instead. window must not be negative.
+//
+// The default does not shrink when this client's longest lock ends: other
+// processes of the same service may hold locks of that TTL on the same
+// keys, and a master that restarted empty cannot tell whose locks it lost.
+// Keep TTLs short (seconds, with WithAutoExtend or Do) to keep the window
+// short: a client's first lock on masters started a moment ago waits about
+// one window.
 //
 // A master counts as restarted from the start its uptime shows, or from the
 // moment this client first sees a run_id other than the one it knew,

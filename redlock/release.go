@@ -18,9 +18,10 @@ import (
 // held the token; the others finish within the node timeout. It returns
 // ErrLockNotHeld when a quorum answered and none held the token any more:
 // the lock had expired, so it counts as lost and Err reports ErrLockLost. It
-// returns the aggregated *NodeError values when fewer than a quorum could be
-// reached; the lock then stays as it was and Release may be called again. On
-// a lock already lost it still deletes what is left and returns ErrLockLost.
+// returns an *AttemptError that wraps each master's *NodeError when fewer
+// than a quorum could be reached; the lock then stays as it was and Release
+// may be called again. On a lock already lost it still deletes what is left
+// and returns ErrLockLost.
 //
 // For a reentrant lock, Release gives up this hold; the key is freed, and
 // waiters are woken, with the last hold.
@@ -142,29 +143,7 @@ func (l *Lock) release(ctx context.Context) error {
 	// The first answers did not settle it: hear every master, each bounded by
 	// the node timeout, before saying nobody held the lock.
 	res.Wait(ctx)
-	var answered []int
-	var failed []error
-	for i := range n {
-		rep, ok := res.Reply(i)
-		switch {
-		case !ok:
-			failed = append(failed, c.nodeErr(i, errNoReply))
-		case rep.Err != nil:
-			failed = append(failed, rep.Err)
-		default:
-			answered = append(answered, i)
-		}
-	}
-	agg := fanout.Aggregate(failed...)
-	switch {
-	case len(answered) >= c.quorum && hear(res, answered).held:
-		return nil
-	case len(answered) >= c.quorum && agg == nil:
-		return fmt.Errorf("%w: no master still held key %q", ErrLockNotHeld, l.req.key)
-	case len(answered) >= c.quorum:
-		return fmt.Errorf("%w: no reachable master still held key %q: %w", ErrLockNotHeld, l.req.key, agg)
-	}
-	return agg
+	return l.notReleased(res, timeout)
 }
 
 // followerDeadline is the deadline of a delete that follows a request still

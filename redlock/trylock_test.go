@@ -107,7 +107,7 @@ func TestTryLock_QuarantinedMastersDoNotVote(t *testing.T) {
 			l, err := c.TryLock(context.Background(), "k", time.Second)
 			if !tc.ok {
 				require.ErrorIs(t, err, ErrNotObtained)
-				assert.Contains(t, err.Error(), "restart quarantine")
+				assert.Contains(t, err.Error(), "quarantined after a restart")
 				assert.ErrorIs(t, err, ErrQuarantined)
 				require.NoError(t, c.Close())
 				for i, f := range fakes {
