@@ -40,8 +40,8 @@ type AttemptError struct {
 
 // MasterAnswer is what one master did in an attempt.
 type MasterAnswer struct {
-	Node    int     // index of the master in the list given to New
-	Addr    string  // its address
+	Node   int    // index of the master in the list given to New
+	Addr   string // its address
 	Answer Answer // what it did
 	// Why says more: for MasterAbstained, why the restart guard did not
 	// count its vote ("new or restarted, up 0s, votes in 8s", "it is a
