@@ -26,7 +26,7 @@ func checkQuorum(ctx context.Context, c *redlock.Client, key string) error {
 type votes struct {
 	voting      int
 	down        []string // "addr: error"
-	quarantined []string // "addr (up 3s): why"
+	quarantined []string // "addr: why", the why saying the uptime where it matters
 }
 
 func countVotes(st *redlock.Status) votes {
@@ -36,7 +36,7 @@ func countVotes(st *redlock.Status) votes {
 		case n.Err != nil:
 			v.down = append(v.down, fmt.Sprintf("%s: %v", n.Addr, n.Err))
 		case n.Quarantined:
-			v.quarantined = append(v.quarantined, fmt.Sprintf("%s (up %v): %s", n.Addr, n.Uptime, n.Distrust))
+			v.quarantined = append(v.quarantined, fmt.Sprintf("%s: %s", n.Addr, n.Distrust))
 		default:
 			v.voting++
 		}
