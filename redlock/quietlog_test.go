@@ -39,9 +39,44 @@ func TestDefaultLogger_WarnOnly(t *testing.T) {
 	c.o.logger.With("addr", "x").WithGroup("g").Warn("redlock: a warning")
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	require.Len(t, l.recs, 1, "only the warning")
+	require.Len(t, l.recs, 2, "the Lock's one line on its wait, and the warning")
 	assert.Equal(t, slog.LevelWarn, l.recs[0].Level)
-	assert.Equal(t, "redlock: a warning", l.recs[0].Message)
+	assert.Equal(t, "redlock: Lock waits for the restart guard", l.recs[0].Message)
+	assert.Equal(t, slog.LevelWarn, l.recs[1].Level)
+	assert.Equal(t, "redlock: a warning", l.recs[1].Message)
+}
+
+// A Lock that waits out the restart guard on fresh masters says so in one
+// line, once, with why and when the first votes come; then it gets the lock.
+func TestLock_WaitForTheGuard_SaidOnce(t *testing.T) {
+	ctx := context.Background()
+	srv := masters(t, 3)
+	l := &logs{}
+	c := client(t, srv, WithRestartGuard(1500*time.Millisecond), WithLogger(slog.New(l)), WithRetry(ConstantBackoff(20*time.Millisecond)))
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lk, err := c.Lock(lctx, "k", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, lk.Release(ctx))
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var said []string
+	for _, r := range l.recs {
+		if r.Message != "redlock: Lock waits for the restart guard" {
+			continue
+		}
+		assert.Equal(t, slog.LevelWarn, r.Level)
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "why" {
+				said = append(said, a.Value.String())
+			}
+			return true
+		})
+	}
+	require.Len(t, said, 1, "one line for the whole wait")
+	assert.Contains(t, said[0], "quarantined after a restart, first votes in")
+	assert.NotContains(t, said[0], "\n")
 }
 
 // A logger given is used as it is: every level it enables.

@@ -43,7 +43,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // wakes it at once; if no announcement comes (a master down, a lock that
 // expired rather than being released) it retries after the WithRetry backoff,
 // or sooner when the holder's TTL runs out first. Goroutines of one Client
-// waiting for the same key take turns in arrival order.
+// waiting for the same key take turns in arrival order. A Lock that waits
+// for masters the restart guard keeps out logs one warning, saying why and
+// when their first votes come.
 //
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()). Its text says how long Lock
@@ -65,9 +67,19 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.quorum, head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
+	told := false // whether this call has said that it waits for the restart guard
+	tell := func() {
+		// A wait for young masters can be long, and nobody holds the key:
+		// say so once, in one line with the reason and when votes come.
+		if !told && errors.Is(a.err, ErrQuarantined) {
+			told = true
+			c.o.logger.Warn("redlock: Lock waits for the restart guard", "key", key, "why", a.err.Error())
+		}
+	}
 	if attempted {
 		a = c.attempt(ctx, key, ttl, lo, nil)
 		c.observeAttempt(ctx, key, obs.next(), a)
+		tell()
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return a.lock, a.err
 		}
@@ -130,6 +142,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		a = c.attempt(ctx, key, ttl, lo, nil)
 		c.observeAttempt(ctx, key, obs.next(), a)
 		w.end()
+		tell()
 		if a.err == nil {
 			gotLock = true
 			return a.lock, nil
