@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -44,12 +45,10 @@ func (p probe) master(ctx context.Context, m *master, r *MasterReadiness) {
 	// The guard's questions, then the cluster's state, then a script by its
 	// source and by its digest, as a driver sends them: EVALSHA alone
 	// would not show a denied EVAL while the script is cached.
-	qs := [][]string{
-		{"INFO", "server"}, {"INFO", "replication"}, {"INFO", "memory"},
-		{"CONFIG", "GET", "append*"}, {"GET", m.names.Stamp(p.key)},
-		{"INFO", "cluster"},
+	qs := append(info.Questions(m.names.Stamp(p.key)),
+		[]string{"INFO", "cluster"},
 		byScript("EVAL", ins.Script.Src), byScript("EVALSHA", ins.Script.SHA),
-	}
+	)
 	rep, err := p.eval(ctx, m, ins, qs...)
 	if len(rep.Answers) != len(qs) {
 		reach(r, err)
@@ -58,7 +57,7 @@ func (p probe) master(ctx context.Context, m *master, r *MasterReadiness) {
 	r.add("reach", CheckOK, "answers", "")
 	f := p.server(r, m, rep)
 	p.clock(ctx, m, r)
-	cy := &cycle{p: p, m: m, r: r, noChannels: noChannelACL(f.version)}
+	cy := &cycle{p: p, m: m, r: r, noChannels: noChannelACL(f.Version)}
 	if !cy.scriptCommands(rep.Answers[6:], err) {
 		cy.lock(ctx)
 	}
@@ -83,72 +82,72 @@ func reach(r *MasterReadiness, err error) {
 }
 
 // server judges what the guard's questions and INFO cluster returned,
-// through the guard's own reading of them (see parseReading), and returns
+// through the guard's own reading of them (info.Parse), and returns
 // that reading.
-func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) fields {
+func (p probe) server(r *MasterReadiness, m *master, rep driver.Reply) info.Fields {
 	a := rep.Answers
-	f := parseReading(readingOf(a[:5]))
+	f := info.Parse(info.RepliesOf(a[:5]))
 	trustU, trustE := p.c.o.trustUnreadable, p.c.o.trustEviction
 	switch {
-	case f.unreadable != "" && trustU:
-		r.add("readable", CheckWarn, "the restart guard cannot read the master's state ("+f.unreadable+"); it votes blind, as WithTrustUnreadable asks",
+	case f.Unreadable != "" && trustU:
+		r.add("readable", CheckWarn, "the restart guard cannot read the master's state ("+f.Unreadable+"); it votes blind, as WithTrustUnreadable asks",
 			"grant +info to the lock's user")
-	case f.unreadable != "":
-		r.add("readable", CheckFail, "the restart guard cannot read the master's state ("+f.unreadable+"), so it will not let the master vote",
+	case f.Unreadable != "":
+		r.add("readable", CheckFail, "the restart guard cannot read the master's state ("+f.Unreadable+"), so it will not let the master vote",
 			"grant +info to the lock's user (or pass WithTrustUnreadable, blind to restarts, failovers and eviction)")
-	case f.configDenied != "":
-		r.add("readable", CheckWarn, "INFO readable; "+f.configDenied+": appendfsync always goes unrecognised, so a restart quarantines the master",
+	case f.ConfigDenied != "":
+		r.add("readable", CheckWarn, "INFO readable; "+f.ConfigDenied+": appendfsync always goes unrecognised, so a restart quarantines the master",
 			"grant +config|get to the lock's user")
 	default:
 		r.add("readable", CheckOK, "INFO and CONFIG GET readable", "")
 	}
-	if f.unreadable != "" {
+	if f.Unreadable != "" {
 		return f // nothing more to judge by
 	}
 	p.version(r, f)
 	p.role(r, m, f, a[1], a[5], rep.Server)
 	persistence(r, f, a[3])
 	switch {
-	case f.mayEvict() && trustE:
-		r.add("eviction", CheckWarn, fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; it votes, as WithTrustEviction asks", f.policy, f.maxmemory),
+	case f.MayEvict() && trustE:
+		r.add("eviction", CheckWarn, fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; it votes, as WithTrustEviction asks", f.Policy, f.MaxMemory),
 			"set maxmemory-policy noeviction")
-	case f.mayEvict():
-		r.add("eviction", CheckFail, fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys, so the restart guard will not let it vote", f.policy, f.maxmemory),
+	case f.MayEvict():
+		r.add("eviction", CheckFail, fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys, so the restart guard will not let it vote", f.Policy, f.MaxMemory),
 			"CONFIG SET maxmemory-policy noeviction (and in redis.conf), or a master of its own for the locks; WithTrustEviction only if memory can never run out")
-	case f.maxmemory == 0:
+	case f.MaxMemory == 0:
 		r.add("eviction", CheckOK, "no maxmemory: nothing is evicted", "")
 	default:
-		r.add("eviction", CheckOK, "maxmemory-policy "+f.policy+": nothing is evicted", "")
+		r.add("eviction", CheckOK, "maxmemory-policy "+f.Policy+": nothing is evicted", "")
 	}
 	p.uptime(r, f)
 	return f
 }
 
-func (p probe) version(r *MasterReadiness, f fields) {
-	if f.tooOld() {
-		r.add("version", CheckFail, fmt.Sprintf("redis_version %s is older than %s", f.version, minVersion), "upgrade to Redis "+minVersion+" or later")
+func (p probe) version(r *MasterReadiness, f info.Fields) {
+	if f.TooOld() {
+		r.add("version", CheckFail, fmt.Sprintf("redis_version %s is older than %s", f.Version, info.MinVersion), "upgrade to Redis "+info.MinVersion+" or later")
 		return
 	}
-	r.add("version", CheckOK, "Redis "+f.version, "")
+	r.add("version", CheckOK, "Redis "+f.Version, "")
 }
 
 // role judges the master's replication role and whether it is a cluster
 // node, and whether the client was given it as such.
-func (p probe) role(r *MasterReadiness, m *master, f fields, replication, cluster any, server string) {
-	if f.role != "master" {
-		repl, _ := info(replication)
-		r.add("role", CheckFail, fmt.Sprintf("a replica (role:%s) of %s:%s: it cannot be a lock master, and the guard will not let it vote", f.role, repl["master_host"], repl["master_port"]),
+func (p probe) role(r *MasterReadiness, m *master, f info.Fields, replication, cluster any, server string) {
+	if f.Role != "master" {
+		repl, _ := info.Section(replication)
+		r.add("role", CheckFail, fmt.Sprintf("a replica (role:%s) of %s:%s: it cannot be a lock master, and the guard will not let it vote", f.Role, repl["master_host"], repl["master_port"]),
 			"give the client its master's address, or a master of its own")
 		return
 	}
-	cl, _ := info(cluster)
+	cl, _ := info.Section(cluster)
 	switch {
 	case m.drv.Sharded():
 		r.add("role", CheckOK, "a Redis Cluster given as one master; the check key's shard master is "+server, "")
 	case cl["cluster_enabled"] == "1":
 		r.add("role", CheckFail, "a Redis Cluster node given as a standalone master: it answers MOVED for keys of other nodes' slots",
 			"give the whole cluster as one master: redis+cluster://host:port,host:port (pool.NewCluster in code)")
-	case f.promoted():
+	case f.Promoted():
 		r.add("role", CheckWarn, "a master promoted from a replica: a client seeing it for the first time may keep it out of the quorum for up to the guard window", "")
 	default:
 		r.add("role", CheckOK, "a standalone master", "")
@@ -157,12 +156,12 @@ func (p probe) role(r *MasterReadiness, m *master, f fields, replication, cluste
 
 // persistence reports the append-only file and its fsync policy, and what
 // a restart means to the guard.
-func persistence(r *MasterReadiness, f fields, config any) {
-	kv, err := pairs(config)
+func persistence(r *MasterReadiness, f info.Fields, config any) {
+	kv, err := info.ConfigPairs(config)
 	switch {
 	case err != nil:
 		r.add("persistence", CheckOK, "unknown (CONFIG GET denied): after a restart the guard keeps it out of the quorum for the guard window", "")
-	case f.durable:
+	case f.Durable:
 		r.add("persistence", CheckOK, "appendonly yes, appendfsync always: a restart keeps every lock, so the guard lets it vote at once after one", "")
 	case kv["appendonly"] == "yes":
 		r.add("persistence", CheckOK, "appendonly yes, appendfsync "+kv["appendfsync"]+": a restart may lose the last locks, so the guard keeps it out of the quorum for the guard window after one",
@@ -174,19 +173,19 @@ func persistence(r *MasterReadiness, f fields, config any) {
 
 // uptime judges the master's uptime against the guard window, as the guard
 // does for a master it sees for the first time (see guard.observe).
-func (p probe) uptime(r *MasterReadiness, f fields) {
-	up := youngest(f.uptime)
+func (p probe) uptime(r *MasterReadiness, f info.Fields) {
+	up := info.Youngest(f.Uptime)
 	switch {
 	case p.window <= 0:
-		r.add("uptime", CheckOK, fmt.Sprintf("up %v; the restart guard is off", f.uptime), "")
-	case f.durable:
-		r.add("uptime", CheckOK, fmt.Sprintf("up %v; appendfsync always, so it votes whatever its uptime", f.uptime), "")
+		r.add("uptime", CheckOK, fmt.Sprintf("up %v; the restart guard is off", f.Uptime), "")
+	case f.Durable:
+		r.add("uptime", CheckOK, fmt.Sprintf("up %v; appendfsync always, so it votes whatever its uptime", f.Uptime), "")
 	case up < p.window:
 		r.VotesIn = p.window - up
-		r.add("uptime", CheckWarn, fmt.Sprintf("up %v, less than the guard window %v: it votes in %v", f.uptime, p.window, r.VotesIn.Round(100*time.Millisecond)),
+		r.add("uptime", CheckWarn, fmt.Sprintf("up %v, less than the guard window %v: it votes in %v", f.Uptime, p.window, r.VotesIn.Round(100*time.Millisecond)),
 			"wait; until then Lock waits and TryLock fails with ErrQuarantined where it leaves no quorum")
 	default:
-		r.add("uptime", CheckOK, fmt.Sprintf("up %v, longer than the guard window %v", f.uptime, p.window), "")
+		r.add("uptime", CheckOK, fmt.Sprintf("up %v, longer than the guard window %v", f.Uptime, p.window), "")
 	}
 }
 

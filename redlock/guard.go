@@ -1,11 +1,8 @@
 package redlock
 
 import (
-	"bufio"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/internal/slot"
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 )
 
 // health is what the guard knows of one master. The zero value knows
@@ -247,15 +245,7 @@ func (m *master) check(server, key string) *driver.Check {
 	}
 	c := &driver.Check{
 		// Built only when due: most calls go on a connection already asked.
-		Ask: func() [][]string {
-			return [][]string{
-				{"INFO", "server"},
-				{"INFO", "replication"},
-				{"INFO", "memory"},
-				{"CONFIG", "GET", "append*"},
-				{"GET", m.names.Stamp(key)},
-			}
-		},
+		Ask:    func() [][]string { return info.Questions(m.names.Stamp(key)) },
 		Seen:   seen,
 		Always: always,
 	}
@@ -295,31 +285,12 @@ func (g *guard) askAgain() {
 	}
 }
 
-// reading is one health read: the replies to INFO server, INFO replication,
-// INFO memory, CONFIG GET append* and GET of the fence stamp.
-type reading struct {
-	server, replication, memory, config, stamp any
-}
-
-// readingOf returns the reading in the answers to check's questions.
-func readingOf(answers []any) reading {
-	var rd reading
-	for i, p := range []*any{&rd.server, &rd.replication, &rd.memory, &rd.config, &rd.stamp} {
-		if i < len(answers) {
-			*p = answers[i]
-		} else {
-			*p = driver.Error("no answer")
-		}
-	}
-	return rd
-}
-
 // observe records a health read made on a connection taken when the pool had
 // dialled dials times. An answer from before the last one recorded is
 // dropped: its connection is older, and may have reached the master before a
 // restart that the last answer saw (a client paused between reading a reply
 // and recording it).
-func (g *guard) observe(addr string, rd reading, dials uint64) {
+func (g *guard) observe(addr string, rd info.Replies, dials uint64) {
 	var change guardChange
 	defer change.report() // after the mutex is released
 	g.mu.Lock()
@@ -329,16 +300,16 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 	}
 	now := g.clock.Now()
 	prev := g.lastKnown
-	f := parseReading(rd)
-	h := health{seenAt: now, durable: f.durable}
-	if f.unreadable == "" {
-		h.known, h.runID, h.replID, h.id = true, f.runID, f.replID, f.runID+" "+f.replID
-		h.startedAt = now.Add(-youngest(f.uptime))
+	f := info.Parse(rd)
+	h := health{seenAt: now, durable: f.Durable}
+	if f.Unreadable == "" {
+		h.known, h.runID, h.replID, h.id = true, f.RunID, f.ReplID, f.Identity()
+		h.startedAt = now.Add(-info.Youngest(f.Uptime))
 		h.bootAt = h.startedAt
 		switch {
 		case prev == nil:
 			// First sight: the uptime is all there is to go on.
-		case prev.runID == f.runID:
+		case prev.runID == f.RunID:
 			// The same master seen again: keep the later, more cautious estimate.
 			h.startedAt = later(h.startedAt, prev.startedAt)
 			h.bootAt = later(h.bootAt, prev.bootAt)
@@ -349,12 +320,12 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 			// restarted now, whatever its uptime.
 			h.bootAt = now
 		}
-		if f.promoted() {
+		if f.Promoted() {
 			h.promotedAt = now
 			if prev != nil && !prev.promotedAt.IsZero() && prev.identity() == h.identity() {
 				h.promotedAt = prev.promotedAt
 			}
-			if at, ok := f.stampedAt(now); ok && at.Before(h.promotedAt) {
+			if at, ok := f.StampedAt(now); ok && at.Before(h.promotedAt) {
 				h.promotedAt = at
 			}
 		}
@@ -377,19 +348,19 @@ func (g *guard) observe(addr string, rd reading, dials uint64) {
 // whatever the time, or "" if it may. The kinds that veto are unreadable,
 // replica, too-old and may-evict; those that vote are unreadable-trusted,
 // may-evict-trusted and voting.
-func (g *guard) judge(f fields) (kind, veto string) {
+func (g *guard) judge(f info.Fields) (kind, veto string) {
 	switch {
-	case f.unreadable != "" && g.trustUnreadable:
+	case f.Unreadable != "" && g.trustUnreadable:
 		return "unreadable-trusted", ""
-	case f.unreadable != "":
-		return "unreadable", "its state cannot be read (" + f.unreadable + "); allow INFO for this user, or pass WithTrustUnreadable"
-	case f.role != "master":
-		return "replica", "it is a replica (role:" + f.role + "), not a master; give the client the master's address"
-	case f.tooOld():
-		return "too-old", fmt.Sprintf("redis_version %s is older than %s, the oldest this library runs on", f.version, minVersion)
-	case f.mayEvict() && !g.trustEviction:
-		return "may-evict", fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; set maxmemory-policy noeviction, or pass WithTrustEviction", f.policy, f.maxmemory)
-	case f.mayEvict():
+	case f.Unreadable != "":
+		return "unreadable", "its state cannot be read (" + f.Unreadable + "); allow INFO for this user, or pass WithTrustUnreadable"
+	case f.Role != "master":
+		return "replica", "it is a replica (role:" + f.Role + "), not a master; give the client the master's address"
+	case f.TooOld():
+		return "too-old", fmt.Sprintf("redis_version %s is older than %s, the oldest this library runs on", f.Version, info.MinVersion)
+	case f.MayEvict() && !g.trustEviction:
+		return "may-evict", fmt.Sprintf("maxmemory-policy %s with maxmemory %d may evict lock keys; set maxmemory-policy noeviction, or pass WithTrustEviction", f.Policy, f.MaxMemory)
+	case f.MayEvict():
 		return "may-evict-trusted", ""
 	}
 	return "voting", ""
@@ -399,15 +370,15 @@ func (g *guard) judge(f fields) (kind, veto string) {
 // INFO cannot be read, again after each lost connection, since its restarts
 // cannot be seen. Every message carries the master's address ("addr") and
 // what it is about ("state").
-func (g *guard) report(addr string, prev, h *health, f fields, kind string) {
-	if kind != g.notes.kind || (g.dropped && f.unreadable != "") {
+func (g *guard) report(addr string, prev, h *health, f info.Fields, kind string) {
+	if kind != g.notes.kind || (g.dropped && f.Unreadable != "") {
 		switch kind {
 		case "unreadable-trusted":
-			g.log.Warn("redlock: cannot read the master's state ("+f.unreadable+"); trusted as WithTrustUnreadable asks, so its restarts, failovers and evictions go unseen",
+			g.log.Warn("redlock: cannot read the master's state ("+f.Unreadable+"); trusted as WithTrustUnreadable asks, so its restarts, failovers and evictions go unseen",
 				"addr", addr, "state", kind)
 		case "may-evict-trusted":
-			g.log.Warn("redlock: master may evict lock keys (maxmemory-policy "+f.policy+"); trusted as WithTrustEviction asks",
-				"addr", addr, "state", kind, "maxmemory", f.maxmemory)
+			g.log.Warn("redlock: master may evict lock keys (maxmemory-policy "+f.Policy+"); trusted as WithTrustEviction asks",
+				"addr", addr, "state", kind, "maxmemory", f.MaxMemory)
 		case "voting":
 			if g.notes.kind != "" {
 				g.log.Info("redlock: master may vote again", "addr", addr, "state", kind)
@@ -417,12 +388,12 @@ func (g *guard) report(addr string, prev, h *health, f fields, kind string) {
 		}
 		g.notes.kind = kind
 	}
-	if f.configDenied != g.notes.config && f.unreadable == "" {
-		if f.configDenied != "" {
-			g.log.Info("redlock: cannot read the master's CONFIG ("+f.configDenied+"); appendfsync always is not recognised, so a restart quarantines it as any master",
+	if f.ConfigDenied != g.notes.config && f.Unreadable == "" {
+		if f.ConfigDenied != "" {
+			g.log.Info("redlock: cannot read the master's CONFIG ("+f.ConfigDenied+"); appendfsync always is not recognised, so a restart quarantines it as any master",
 				"addr", addr, "state", "config-unreadable")
 		}
-		g.notes.config = f.configDenied
+		g.notes.config = f.ConfigDenied
 	}
 	if !h.known {
 		return
@@ -462,192 +433,6 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// youngest is the shortest time a master can have been up when INFO says
-// uptime_in_seconds is up. Redis counts it as the difference of two clock
-// readings truncated to whole seconds, so it runs up to a second ahead: a
-// master started at 10.9 s reports 1 at 11.0 s, after 0.1 s. Taking the
-// uptime at its word would end a quarantine up to a second early.
-//
-// The same truncation can also leave the uptime almost a second behind (a
-// master started at 10.0 s reports 0 at 10.9 s). Read as a second less, the
-// start it gives is therefore never early but up to two seconds late, and
-// so is the end of the quarantine: that is why WithRestartGuard says a
-// quarantine can last up to two seconds beyond its window.
-func youngest(up time.Duration) time.Duration {
-	return max(up-time.Second, 0)
-}
-
-// minVersion is the oldest Redis the scripts are tested on: every 6.x and
-// later. Older masters do not vote.
-const (
-	minVersion = "6.0"
-	minMajor   = 6
-)
-
-// fields is what the guard reads from one health read.
-type fields struct {
-	// unreadable says what could not be read; "" when everything needed was.
-	unreadable string
-	uptime     time.Duration
-	runID      string
-	version    string
-	role       string
-	replID     string
-	replID2    string
-	secondOff  string
-	maxmemory  int64
-	policy     string
-	durable    bool
-	// configDenied says why CONFIG GET failed, "" when it answered.
-	configDenied string
-	stamp        stamp
-}
-
-// stamp is the fence stamp the acquire script leaves on a master: the
-// identity that counted its fences, and its uptime then.
-type stamp struct {
-	identity string
-	uptime   time.Duration
-	ok       bool
-}
-
-// promoted reports a master that was a replica and was promoted: INFO
-// replication shows role:master, and it keeps the replication ID of the
-// master it followed as master_replid2, with the offset
-// (second_repl_offset) up to which it has that master's history. This is
-// how the guard tells a promotion for WithRestartGuard's failover
-// quarantine.
-func (f fields) promoted() bool {
-	return f.role == "master" && f.replID2 != "" && strings.Trim(f.replID2, "0") != "" && f.secondOff != "-1"
-}
-
-// mayEvict reports whether the master may evict keys with a TTL, as every
-// lock key has: any policy but noeviction, with a memory limit set.
-func (f fields) mayEvict() bool {
-	return f.maxmemory > 0 && f.policy != "noeviction"
-}
-
-// tooOld reports a redis_version below minVersion. A version that cannot be
-// parsed (a Redis-compatible server) is not judged.
-func (f fields) tooOld() bool {
-	major, _, _ := strings.Cut(f.version, ".")
-	ma, err := strconv.Atoi(major)
-	return err == nil && ma < minMajor
-}
-
-// stampedAt returns when, on the client's clock, the acquire script stamped
-// the master's fence data under its current identity, if it did: the master
-// was a master under its current replication ID by then. Both uptimes are
-// whole seconds, each up to one ahead, so the time between them is taken as
-// a second less: the moment returned is never earlier than the real one.
-func (f fields) stampedAt(now time.Time) (time.Time, bool) {
-	if !f.stamp.ok || f.stamp.identity != f.runID+" "+f.replID || f.stamp.uptime > f.uptime {
-		return time.Time{}, false
-	}
-	return now.Add(-youngest(f.uptime - f.stamp.uptime)), true
-}
-
-// parseReading reads the replies of one health read.
-func parseReading(rd reading) fields {
-	var f fields
-	var missing []string
-	server, err := info(rd.server)
-	if err != nil {
-		return fields{unreadable: "INFO server: " + err.Error()}
-	}
-	up, err := strconv.ParseInt(server["uptime_in_seconds"], 10, 64)
-	if err != nil || up < 0 {
-		missing = append(missing, "uptime_in_seconds")
-	}
-	f.uptime = time.Duration(up) * time.Second
-	f.runID, f.version = server["run_id"], server["redis_version"]
-	if f.runID == "" {
-		missing = append(missing, "run_id")
-	}
-	repl, err := info(rd.replication)
-	if err != nil {
-		return fields{unreadable: "INFO replication: " + err.Error()}
-	}
-	f.role, f.replID, f.replID2, f.secondOff = repl["role"], repl["master_replid"], repl["master_replid2"], repl["second_repl_offset"]
-	if f.role == "" {
-		missing = append(missing, "role")
-	}
-	mem, err := info(rd.memory)
-	if err != nil {
-		return fields{unreadable: "INFO memory: " + err.Error()}
-	}
-	f.policy = mem["maxmemory_policy"]
-	f.maxmemory, err = strconv.ParseInt(mem["maxmemory"], 10, 64)
-	if err != nil || f.policy == "" {
-		missing = append(missing, "maxmemory, maxmemory_policy")
-	}
-	if len(missing) > 0 {
-		return fields{unreadable: "INFO has no " + strings.Join(missing, ", ")}
-	}
-	if kv, err := pairs(rd.config); err == nil {
-		f.durable = kv["appendonly"] == "yes" && kv["appendfsync"] == "always"
-	} else {
-		f.configDenied = "CONFIG GET: " + err.Error()
-	}
-	if s, ok := rd.stamp.(string); ok {
-		f.stamp = parseStamp(s)
-	}
-	return f
-}
-
-// info parses an INFO reply into its fields.
-func info(reply any) (map[string]string, error) {
-	if e, ok := reply.(error); ok {
-		return nil, e
-	}
-	s, ok := reply.(string)
-	if !ok {
-		return nil, fmt.Errorf("unexpected reply %v", reply)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok && !strings.HasPrefix(k, "#") {
-			out[k] = v
-		}
-	}
-	return out, nil
-}
-
-// pairs reads CONFIG GET's reply: names and values, alternating.
-func pairs(reply any) (map[string]string, error) {
-	if e, ok := reply.(error); ok {
-		return nil, e
-	}
-	xs, ok := reply.([]any)
-	if !ok || len(xs)%2 != 0 {
-		return nil, fmt.Errorf("unexpected reply %v", reply)
-	}
-	out := make(map[string]string, len(xs)/2)
-	for i := 0; i < len(xs); i += 2 {
-		k, ok1 := xs[i].(string)
-		v, ok2 := xs[i+1].(string)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("unexpected reply %v", reply)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// parseStamp reads "<run_id> <master_replid> <epoch> <uptime_in_seconds>".
-func parseStamp(s string) stamp {
-	parts := strings.Fields(s)
-	if len(parts) != 4 {
-		return stamp{}
-	}
-	up, err := strconv.ParseInt(parts[3], 10, 64)
-	if err != nil || up < 0 {
-		return stamp{}
-	}
-	return stamp{identity: parts[0] + " " + parts[1], uptime: time.Duration(up) * time.Second, ok: true}
 }
 
 // vote turns a master's yes into a vote: a master the restart guard holds in

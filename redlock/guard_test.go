@@ -16,6 +16,7 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/internal/slot"
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -34,46 +35,13 @@ func plainMaster(runID string, up int) healthRead {
 		policy: "noeviction", config: []any{}}
 }
 
-func (m healthRead) reading() reading {
-	return reading{
-		server:      fmt.Sprintf("# Server\r\nredis_version:%s\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", m.version, m.runID, m.up),
-		replication: fmt.Sprintf("# Replication\r\nrole:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nsecond_repl_offset:%s\r\n", m.role, m.replID, m.replID2, m.secondOff),
-		memory:      fmt.Sprintf("# Memory\r\nmaxmemory:%d\r\nmaxmemory_policy:%s\r\n", m.maxmemory, m.policy),
-		config:      m.config,
-		stamp:       m.stamp,
-	}
-}
-
-func TestParseReading(t *testing.T) {
-	denied := driver.Error("NOPERM this user has no permissions to run the 'info' command")
-	for _, tc := range []struct {
-		name       string
-		rd         func(r *reading)
-		unreadable string // a part of the reason, "" when readable
-		up         time.Duration
-	}{
-		{"all there", func(*reading) {}, "", 42 * time.Second},
-		{"INFO denied", func(r *reading) { r.server, r.replication, r.memory = denied, denied, denied }, "NOPERM", 0},
-		{"no uptime", func(r *reading) { r.server = "# Server\r\nrun_id:abc\r\n" }, "uptime_in_seconds", 0},
-		{"negative uptime", func(r *reading) { r.server = "run_id:abc\r\nuptime_in_seconds:-1\r\n" }, "uptime_in_seconds", 0},
-		{"garbage uptime", func(r *reading) { r.server = "run_id:abc\r\nuptime_in_seconds:soon\r\n" }, "uptime_in_seconds", 0},
-		{"empty", func(r *reading) { r.server = "" }, "uptime_in_seconds", 0},
-		{"no role", func(r *reading) { r.replication = "# Replication\r\n" }, "role", 0},
-		{"no policy", func(r *reading) { r.memory = "# Memory\r\nmaxmemory:0\r\n" }, "maxmemory_policy", 0},
-		{"CONFIG denied is still readable", func(r *reading) { r.config = denied }, "", 42 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rd := plainMaster("abc", 42).reading()
-			tc.rd(&rd)
-			f := parseReading(rd)
-			if tc.unreadable == "" {
-				require.Empty(t, f.unreadable)
-				assert.Equal(t, tc.up, f.uptime)
-				assert.Equal(t, "abc", f.runID)
-				return
-			}
-			assert.Contains(t, f.unreadable, tc.unreadable)
-		})
+func (m healthRead) reading() info.Replies {
+	return info.Replies{
+		Server:      fmt.Sprintf("# Server\r\nredis_version:%s\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", m.version, m.runID, m.up),
+		Replication: fmt.Sprintf("# Replication\r\nrole:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\nsecond_repl_offset:%s\r\n", m.role, m.replID, m.replID2, m.secondOff),
+		Memory:      fmt.Sprintf("# Memory\r\nmaxmemory:%d\r\nmaxmemory_policy:%s\r\n", m.maxmemory, m.policy),
+		Config:      m.config,
+		Stamp:       m.stamp,
 	}
 }
 
@@ -242,7 +210,7 @@ func TestGuard_Vetoes(t *testing.T) {
 			tc.m(&m)
 			rd := m.reading()
 			if m.runID == "" {
-				rd.server, rd.replication, rd.memory = denied, denied, denied
+				rd.Server, rd.Replication, rd.Memory = denied, denied, denied
 			}
 			g.observe("m", rd, 1)
 			h := g.load()
@@ -277,7 +245,7 @@ func TestGuard_Unreadable_WarnsAgainAfterADrop(t *testing.T) {
 			}
 			g := newTestGuard(clk, l, time.Second, opts...)
 			denied := driver.Error("NOPERM no permissions to run the 'info' command")
-			rd := reading{server: denied, replication: denied, memory: denied, config: []any{}}
+			rd := info.Replies{Server: denied, Replication: denied, Memory: denied, Config: []any{}}
 			g.observe("m", rd, 1)
 			g.observe("m", rd, 2)
 			assert.Len(t, l.warnings("m"), 1)

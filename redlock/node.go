@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -291,7 +292,7 @@ func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, e
 			if addr == "" {
 				addr = m.addr()
 			}
-			g.observe(addr, readingOf(rep.Answers), rep.Dials)
+			g.observe(addr, info.RepliesOf(rep.Answers), rep.Dials)
 		}
 		if code(err) == "READONLY" {
 			g.askAgain()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 )
 
 // Every event reaches the observer from this file: each call site in the
@@ -301,7 +303,7 @@ type guardChange struct {
 
 // note records the change a health read makes, if any: the same changes
 // report logs, judged before it updates what it logged.
-func (g *guard) note(ch *guardChange, addr string, prev, h *health, f fields, kind string) {
+func (g *guard) note(ch *guardChange, addr string, prev, h *health, f info.Fields, kind string) {
 	if g.obs == nil {
 		return
 	}
@@ -325,7 +327,7 @@ func (g *guard) note(ch *guardChange, addr string, prev, h *health, f fields, ki
 			add(Event{State: MasterQuarantined, Reason: kind})
 		}
 	}
-	if f.configDenied != g.notes.config && f.unreadable == "" && f.configDenied != "" {
+	if f.ConfigDenied != g.notes.config && f.Unreadable == "" && f.ConfigDenied != "" {
 		add(Event{State: MasterDegraded, Reason: "config-unreadable"})
 	}
 	if !h.known || h.veto != "" {
