@@ -872,7 +872,7 @@ inline endWin(c, w) {
 	fi
 }
 
-/* settleFence: the largest counter of the quorum; lagging members raised
+/* chooseFence: the largest counter of the quorum; lagging members raised
  * until a quorum is at the fence. */
 inline settle(c) {
 	f = 0;

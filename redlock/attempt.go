@@ -16,13 +16,13 @@ const maxKeepRounds = 3
 
 // outcome is the result of one attempt.
 type outcome struct {
-	lock  *Lock
-	err   error
-	hint  time.Duration // when the holder's keys will have expired on enough masters; 0 if unknown
-	split bool          // nobody holds a quorum: retry soon, with jitter
-	votes round         // the last round, for the observer; zero when none was made
-	raise fenceNote     // the raise of lagging masters, for the observer
-	took  time.Duration // how long the attempt took
+	lock   *Lock
+	err    error
+	freeIn time.Duration // when the holder's keys will have expired on enough masters; 0 if unknown
+	split  bool          // nobody holds a quorum: retry soon, with jitter
+	votes  round         // the last round, for the observer; zero when none was made
+	raise  fenceNote     // the raise of lagging masters, for the observer
+	took   time.Duration // how long the attempt took
 }
 
 // round is one fan-out of the acquire script with the attempt's token: each
@@ -90,7 +90,7 @@ func (c *Client) hearOut(r round, d time.Duration) {
 }
 
 // attempt runs the algorithm once: fan the acquire out to every master, stop
-// at quorum, settle the fence, check the validity, and on failure roll back
+// at quorum, choose the fence, check the validity, and on failure roll back
 // everywhere the token may have landed.
 //
 // When contenders split the votes, the one holding the most masters (ties
@@ -143,7 +143,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	var fenceErr error
 	var raise fenceNote
 	if ok {
-		fence, raised, fenceErr = c.settleFence(ctx, req, last, timeout)
+		fence, raised, fenceErr = c.chooseFence(ctx, req, last, timeout)
 		ok = fenceErr == nil
 		raise = c.noteFence(last, raised, fenceErr)
 	}
@@ -155,7 +155,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
-	out := outcome{hint: c.expiryHint(last), votes: last, took: elapsed, raise: raise}
+	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise}
 	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum
@@ -192,12 +192,12 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			p := &parts[i]
 			*p = acquirePart{c: c, n: n, key: req.key, window: window}
 			p.out.to = p
-			if s, ok := c.nodes[i].(starter); ok && after.settledOn(i) && s.startAcquire(ctx, req, &p.out) {
+			if s, ok := c.nodes[i].(starter); ok && after.repliedOn(i) && s.startAcquire(ctx, req, &p.out) {
 				return
 			}
 			go func() {
 				if after != nil {
-					unsure, err := after.settle(ctx, i)
+					unsure, err := after.waitReturned(ctx, i)
 					if err == nil && unsure {
 						err = errTrailUnsure
 					}
@@ -283,7 +283,8 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// settleFence chooses the fence and makes it stick.
+// chooseFence chooses the fence and makes it stick: the lagging counters
+// of the quorum are raised to it.
 //
 // Each master counts the grants of a key. The fence is the largest count
 // among the quorum that granted this attempt. That alone is not monotonic:
@@ -305,7 +306,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 // no extra round trip is made: each attempt proposes one count to every
 // master (see propose), which those whose counters are lower take. raised lists the masters whose counters were
 // raised to the fence here: Release need not raise them again.
-func (c *Client) settleFence(ctx context.Context, req request, won round, timeout time.Duration) (int64, []int, error) {
+func (c *Client) chooseFence(ctx context.Context, req request, won round, timeout time.Duration) (int64, []int, error) {
 	counter := func(i int) int64 {
 		a, _, _ := won.answer(i) // a yes vote: in
 		return a.grant.Counter

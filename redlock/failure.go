@@ -259,10 +259,10 @@ func failures(ms []MasterAnswer) string {
 	return "failed (" + strings.Join(kinds, ", ") + ")"
 }
 
-// expiryHint estimates when enough masters will be free for a quorum: just
+// freeIn estimates when enough masters will be free for a quorum: just
 // after the k-th soonest expiry among the refusing masters, where k is how
 // many more free masters are needed. 0 means no estimate.
-func (c *Client) expiryHint(r round) time.Duration {
+func (c *Client) freeIn(r round) time.Duration {
 	var ttls []time.Duration
 	for _, i := range r.res.No {
 		if r.refused(i) {

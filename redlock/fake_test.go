@@ -139,8 +139,8 @@ func (f *fakeNode) finish() {
 	f.busy--
 }
 
-// settled reports whether every call that will answer before a deadline has.
-func settled(fakes []*fakeNode) bool {
+// allAnswered reports whether every call that will answer before a deadline has.
+func allAnswered(fakes []*fakeNode) bool {
 	for _, f := range fakes {
 		f.mu.Lock()
 		b := f.busy
@@ -450,13 +450,13 @@ func drive(t *testing.T, clk *clock.Fake, fakes []*fakeNode, step time.Duration,
 			t.Fatal("the code under test never finished")
 		default:
 		}
-		if clk.Timers() > 0 && settled(fakes) {
+		if clk.Timers() > 0 && allAnswered(fakes) {
 			// Let the answers reach the fan-out, whose goroutines still
 			// have to pass them on once the fakes are done; a loaded
 			// machine can hold them back for a while (2 ms was seen to be
 			// too short under -race with other packages' tests beside).
 			time.Sleep(20 * time.Millisecond)
-			if settled(fakes) {
+			if allAnswered(fakes) {
 				clk.Advance(step)
 			}
 		}

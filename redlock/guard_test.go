@@ -379,7 +379,7 @@ func TestGuard_Identity(t *testing.T) {
 	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, true))
 	assert.Equal(t, []string{"k"}, acquire.Args, "the call's own arguments are left alone")
 	extend := driver.Call{Script: &driver.Script{}, Args: []string{"k"}}
-	assert.Equal(t, []string{"k"}, extend.Argv(check, false), "only a script that takes the hint gets it")
+	assert.Equal(t, []string{"k"}, extend.Argv(check, false), "only a script that takes the identity gets it")
 }
 
 // A plain master's check is built once and shared by the calls that follow,

@@ -104,7 +104,7 @@ func (w *waiter) begin() (handed *Lock, claimed bool) {
 	}
 	w.h.mu.Unlock()
 	l := <-w.handed
-	w.settle()
+	w.unclaim()
 	return l, true
 }
 
@@ -115,8 +115,8 @@ func (w *waiter) end() {
 	w.h.mu.Unlock()
 }
 
-// settle clears a claim whose outcome was taken.
-func (w *waiter) settle() {
+// unclaim clears a claim whose outcome was taken.
+func (w *waiter) unclaim() {
 	w.h.mu.Lock()
 	w.claimed = false
 	w.h.mu.Unlock()
@@ -132,7 +132,7 @@ func (w *waiter) giveUp(ctx context.Context, err error) (*Lock, error) {
 		if l := <-w.handed; l != nil {
 			l.Release(context.WithoutCancel(ctx))
 		}
-		w.settle()
+		w.unclaim()
 	}
 	return nil, err
 }

@@ -33,7 +33,7 @@ func waitFor(t *testing.T, ctx context.Context, c *Client, fakes []*fakeNode, ke
 		c.hub.mu.Lock()
 		defer c.hub.mu.Unlock()
 		q := c.hub.queues[key]
-		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
+		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && allAnswered(fakes)
 	}, 5*time.Second, 100*time.Microsecond, "the waiter never parked")
 	return out
 }
@@ -281,7 +281,7 @@ func TestHandOver_SlowMasterHoldsUpOnlyItself(t *testing.T) {
 	}
 	require.NoError(t, <-released)
 	require.NoError(t, r.err)
-	_, returned := a.trail.settled(4)
+	_, returned := a.trail.allReturned(4)
 	assert.False(t, returned, "the lock was handed over while master 4 still had its request")
 	assert.Eventually(t, func() bool { return allHold(fakes[:4], "k", r.l.Token()) },
 		2*time.Second, time.Millisecond, "masters 0 to 3 took the hand-over")
@@ -313,7 +313,7 @@ func TestHandOver_SlowMasterHoldsUpOnlyItself(t *testing.T) {
 		c.hub.mu.Lock()
 		defer c.hub.mu.Unlock()
 		q := c.hub.queues["k"]
-		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && settled(fakes)
+		return q != nil && len(q.waiters) > 0 && !q.waiters[0].busy && allAnswered(fakes)
 	}, 5*time.Second, 100*time.Microsecond, "the second waiter never parked")
 	require.NoError(t, r.l.Release(context.Background()))
 	r2 := await(t, next, 5*time.Second, "the second hand-over did not happen")

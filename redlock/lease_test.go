@@ -46,7 +46,7 @@ func TestRelease_WhenExpiredReportsNotHeldAndLoss(t *testing.T) {
 	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
 	l, err := c.TryLock(context.Background(), "k", time.Second)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 && settled(fakes) }, 2*time.Second, 100*time.Microsecond)
+	require.Eventually(t, func() bool { return countEmpty(fakes, "k") == 0 && allAnswered(fakes) }, 2*time.Second, 100*time.Microsecond)
 	clk.Advance(2 * time.Second)
 	assert.LessOrEqual(t, l.Validity(), time.Duration(0))
 	require.ErrorIs(t, l.Release(context.Background()), ErrLockNotHeld)
@@ -76,7 +76,7 @@ func TestRelease_TooFewMastersReachable(t *testing.T) {
 // and every fake master has answered: the watchdog sleeps until its next tick.
 func parked(t *testing.T, clk *clock.Fake, fakes []*fakeNode) {
 	t.Helper()
-	quiet := func() bool { return clk.Timers() == 1 && settled(fakes) }
+	quiet := func() bool { return clk.Timers() == 1 && allAnswered(fakes) }
 	require.Eventually(t, func() bool {
 		if !quiet() {
 			return false
@@ -160,7 +160,7 @@ func TestAutoExtend_TransientFailuresDoNotLoseTheLock(t *testing.T) {
 		t.Helper()
 		parked(t, clk, fakes)
 		clk.Advance(d)
-		require.Eventually(t, func() bool { return extends() >= n && settled(fakes) }, 5*time.Second, 100*time.Microsecond)
+		require.Eventually(t, func() bool { return extends() >= n && allAnswered(fakes) }, 5*time.Second, 100*time.Microsecond)
 		time.Sleep(20 * time.Millisecond) // let the watchdog read the answers
 	}
 
@@ -292,7 +292,7 @@ func TestFence_RaisedOnLaggingMasters(t *testing.T) {
 				return false
 			}
 		}
-		return settled(fakes)
+		return allAnswered(fakes)
 	}, 2*time.Second, time.Millisecond, "every holding master's release returns")
 
 	// The next quorum leaves out master 2, which alone had counted to 9.
@@ -326,7 +326,7 @@ func TestFence_ReleaseRaisesMastersThatGrantedLate(t *testing.T) {
 				return false
 			}
 		}
-		return settled(fakes)
+		return allAnswered(fakes)
 	}, 2*time.Second, time.Millisecond, "every master's release returns")
 	for i, f := range fakes {
 		assert.Empty(t, f.callsOf("fence"), "master %d: no raise of its own", i)
@@ -401,7 +401,7 @@ func TestFence_StrictlyIncreasingUnderShiftingQuorums(t *testing.T) {
 					return false
 				}
 			}
-			return settled(fakes)
+			return allAnswered(fakes)
 		}, 2*time.Second, 50*time.Microsecond, "round %d", i)
 		clk.Advance(2 * time.Second)
 	}

@@ -25,7 +25,7 @@ type Lock struct {
 	fence   int64
 	granted []int  // the masters whose votes made the quorum
 	won     round  // the round that won the lock: each master's answer, once in
-	fenced  []bool // masters whose counter settleFence raised to the fence
+	fenced  []bool // masters whose counter chooseFence raised to the fence
 	trail   *trail // every request with the token; a release waits for them
 
 	op sync.Mutex // one Extend or Release at a time

@@ -83,7 +83,7 @@ func waitAll[T any](clk clock.Clock, res *fanout.Result[T], d time.Duration) {
 
 // notReleased is what a release heard from every master, once each has
 // answered or reached its node timeout, when its first answers did not
-// settle it: nil when a quorum answered and one still held the token;
+// decide it: nil when a quorum answered and one still held the token;
 // ErrLockNotHeld when a quorum answered and none did; else the masters
 // that could not be reached.
 func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Duration) error {

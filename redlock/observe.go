@@ -215,7 +215,7 @@ func (c *Client) observeWake(ctx context.Context, key string, woken bool) {
 }
 
 // fenceNote is an attempt's raise of lagging masters' counters to the
-// fence (see settleFence), reported with the attempt: a hand-over's attempt
+// fence (see chooseFence), reported with the attempt: a hand-over's attempt
 // runs under the Release's lock.
 type fenceNote struct {
 	fence           int64
@@ -223,7 +223,7 @@ type fenceNote struct {
 	err             error
 }
 
-// noteFence notes the raise settleFence made after round won, if it made
+// noteFence notes the raise chooseFence made after round won, if it made
 // one; raised and err are what it returned.
 func (c *Client) noteFence(won round, raised []int, err error) fenceNote {
 	if c.o.observer == nil {

@@ -101,7 +101,7 @@ func (l *Lock) release(ctx context.Context) error {
 			// Every request of this lock on its way here has returned (the
 			// common case): the delete goes out now, within the fan-out's
 			// deadline.
-			if unsure, ok := l.trail.settled(i); ok {
+			if unsure, ok := l.trail.allReturned(i); ok {
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout}
 				p.out.to = p
@@ -116,7 +116,7 @@ func (l *Lock) release(ctx context.Context) error {
 			// timeout of it is left (the common case: the request returns
 			// within a round trip), and otherwise gets a node timeout of its
 			// own, as releaseOn gives it.
-			l.trail.whenSettled(i, func(unsure bool) {
+			l.trail.whenReturned(i, func(unsure bool) {
 				dctx, cancel := followerDeadline(c.o.clock, ctx, fctx, timeout)
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout, cancel: cancel}
@@ -140,7 +140,7 @@ func (l *Lock) release(ctx context.Context) error {
 	} else if h.held && res.OK() {
 		return nil
 	}
-	// The first answers did not settle it: hear every master, each bounded by
+	// The first answers did not decide it: hear every master, each bounded by
 	// the node timeout, before saying nobody held the lock.
 	res.Wait(ctx)
 	return l.notReleased(res, timeout)
@@ -162,7 +162,7 @@ func followerDeadline(clk clock.Clock, ctx, fctx context.Context, timeout time.D
 // still on its way there has returned; the delete then gets a node timeout
 // of its own.
 func (l *Lock) releaseOn(ctx context.Context, i int, timeout time.Duration) (scripts.Released, fanout.Vote, error) {
-	unsure, _ := l.trail.settle(context.Background(), i)
+	unsure, _ := l.trail.waitReturned(context.Background(), i)
 	ctx, cancel := l.c.o.clock.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := l.releaseOf(i, unsure)
@@ -170,8 +170,8 @@ func (l *Lock) releaseOn(ctx context.Context, i int, timeout time.Duration) (scr
 	return l.released(i, r, out, err, timeout)
 }
 
-// releaseOf is the release of this lock on master i, once the trail has
-// settled there (unsure: one of its requests got no reply).
+// releaseOf is the release of this lock on master i, once every request
+// of the trail there has returned (unsure: one of its requests got no reply).
 func (l *Lock) releaseOf(i int, unsure bool) request {
 	r := l.req
 	if unsure {
@@ -179,7 +179,7 @@ func (l *Lock) releaseOf(i int, unsure bool) request {
 		// turns it away.
 		r.tombstone = true
 	}
-	if a, _, _ := l.won.answer(i); a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i] { // in: the trail has settled
+	if a, _, _ := l.won.answer(i); a.grant.OK && a.grant.Counter < l.fence && !l.fenced[i] { // in: every request of the trail there has returned
 		// A master that granted outside the quorum counts below the
 		// fence: the release raises it while the token still holds the
 		// key there, so that the masters agree on the next fence.

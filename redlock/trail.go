@@ -88,10 +88,10 @@ func (t *trail) add(i int, s sentRequest) {
 	t.mu.Unlock()
 }
 
-// settle waits until every request recorded for master i has returned, and
+// waitReturned waits until every request recorded for master i has returned, and
 // reports whether any of them got no reply. Each request is bounded by the
 // node timeout, so without a ctx deadline the wait is bounded too.
-func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
+func (t *trail) waitReturned(ctx context.Context, i int) (unsure bool, err error) {
 	for _, s := range t.of(i) {
 		if !s.returned() {
 			select {
@@ -105,10 +105,10 @@ func (t *trail) settle(ctx context.Context, i int) (unsure bool, err error) {
 	return unsure, nil
 }
 
-// settled is settle without the wait: it reports ok when every request
+// allReturned is waitReturned without the wait: it reports ok when every request
 // recorded for master i has returned, and then whether any of them got no
 // reply.
-func (t *trail) settled(i int) (unsure, ok bool) {
+func (t *trail) allReturned(i int) (unsure, ok bool) {
 	for _, s := range t.of(i) {
 		if !s.returned() {
 			return false, false
@@ -118,27 +118,27 @@ func (t *trail) settled(i int) (unsure, ok bool) {
 	return unsure, true
 }
 
-// settledOn reports whether every request recorded for master i has
+// repliedOn reports whether every request recorded for master i has
 // returned with a reply: nothing of the trail can land there any more. A
-// nil trail, which records nothing, is settled everywhere.
-func (t *trail) settledOn(i int) bool {
+// nil trail, which records nothing, has replied everywhere.
+func (t *trail) repliedOn(i int) bool {
 	if t == nil {
 		return true
 	}
-	unsure, ok := t.settled(i)
+	unsure, ok := t.allReturned(i)
 	return ok && !unsure
 }
 
-// whenSettled is settle without a goroutine waiting: it runs f once every
+// whenReturned is waitReturned without a goroutine waiting: it runs f once every
 // request recorded for master i has returned, with whether any of them got
 // no reply; at once when they have, otherwise in the goroutine that returns
 // the last of them. Each request is bounded by the node timeout, so f runs
 // within it.
-func (t *trail) whenSettled(i int, f func(unsure bool)) {
+func (t *trail) whenReturned(i int, f func(unsure bool)) {
 	unsure := false
 	for _, s := range t.of(i) {
 		if !s.returned() {
-			s.onDone(func() { t.whenSettled(i, f) })
+			s.onDone(func() { t.whenReturned(i, f) })
 			return
 		}
 		unsure = unsure || s.noReply()

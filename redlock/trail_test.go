@@ -12,10 +12,10 @@ import (
 	"github.com/quorumlock/quorumlock/internal/fanout"
 )
 
-// whenSettled runs its function once every request recorded for the master
+// whenReturned runs its function once every request recorded for the master
 // has returned, whichever returns last: an acquisition round's part or a
 // retake, and says whether any got no reply; at once when all have.
-func TestTrail_WhenSettled(t *testing.T) {
+func TestTrail_WhenReturned(t *testing.T) {
 	replies := make([]func(ask, fanout.Vote, error), 2)
 	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
 		func(ctx context.Context, n *fanout.Node[ask]) { replies[n.Index()] = n.Answer })
@@ -24,20 +24,20 @@ func TestTrail_WhenSettled(t *testing.T) {
 	retake := newRetakeRequest()
 	tr.add(1, retake)
 
-	type settled struct{ unsure bool }
-	var got []settled
-	tr.whenSettled(1, func(unsure bool) { got = append(got, settled{unsure}) })
+	type returned struct{ unsure bool }
+	var got []returned
+	tr.whenReturned(1, func(unsure bool) { got = append(got, returned{unsure}) })
 	assert.Empty(t, got, "two requests are on their way")
 	replies[1](ask{err: errors.New("no reply")}, fanout.No, nil)
 	assert.Empty(t, got, "the retake is still on its way")
 	retake.finish(false)
-	assert.Equal(t, []settled{{true}}, got, "runs when the last returns; the round's part got no reply")
+	assert.Equal(t, []returned{{true}}, got, "runs when the last returns; the round's part got no reply")
 
-	tr.whenSettled(1, func(unsure bool) { got = append(got, settled{unsure}) })
+	tr.whenReturned(1, func(unsure bool) { got = append(got, returned{unsure}) })
 	assert.Len(t, got, 2, "runs at once when all have returned")
 
 	got = nil
-	tr.whenSettled(0, func(unsure bool) { got = append(got, settled{unsure}) })
+	tr.whenReturned(0, func(unsure bool) { got = append(got, returned{unsure}) })
 	replies[0](ask{}, fanout.Yes, nil)
-	assert.Equal(t, []settled{{false}}, got)
+	assert.Equal(t, []returned{{false}}, got)
 }

@@ -101,8 +101,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, gaveUp(a.err, c.o.clock.Since(start), nil)
 		}
 		delay = max(delay, 0)
-		if a.hint > 0 && a.hint < delay {
-			delay = a.hint
+		if a.freeIn > 0 && a.freeIn < delay {
+			delay = a.freeIn
 		}
 		if w.awaitingConfirmation() {
 			// A release now could go unheard: poll until the subscription is confirmed.

@@ -343,7 +343,7 @@ func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
 	token := fakes[0].callsOf("acquire")[0]
 	// Time passes: the late acquire lands, and the roll-back meets the refusal.
 	require.Eventually(t, func() bool {
-		if settled(fakes) && clk.Timers() > 0 {
+		if allAnswered(fakes) && clk.Timers() > 0 {
 			clk.Advance(time.Millisecond)
 		}
 		return fakes[0].holdsToken("k", token) && len(fakes[0].callsOf("release")) >= 1
@@ -352,7 +352,7 @@ func TestRollback_RetriesAMasterItCouldNotReach(t *testing.T) {
 
 	fakes[0].setMode(healthy)
 	assert.Eventually(t, func() bool {
-		if settled(fakes) && clk.Timers() > 0 {
+		if allAnswered(fakes) && clk.Timers() > 0 {
 			clk.Advance(time.Second) // the retry's backoff
 		}
 		return !fakes[0].holdsToken("k", token)

@@ -141,7 +141,7 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	case <-t.C():
 		w.h.c.observeWake(ctx, w.q.key, false)
 	case l := <-w.handed:
-		w.settle()
+		w.unclaim()
 		return l, nil
 	case <-ctx.Done():
 		return w.giveUp(ctx, ctx.Err())
@@ -164,7 +164,7 @@ func (w *waiter) leave(gotLock bool) {
 		if l := <-w.handed; l != nil {
 			l.Release(context.Background())
 		}
-		w.settle()
+		w.unclaim()
 	}
 }
 

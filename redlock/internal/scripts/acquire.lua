@@ -18,7 +18,7 @@
 -- back here). The holder is the token of a plain lock, "owner:<owner>" of a
 -- reentrant one; contenders that split the votes compare them.
 local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, ttl, owner, keep, from, propose, hint = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local token, ttl, owner, keep, from, propose, knownID = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 -- The script runs top to bottom, with no functions of its own, and makes
 -- lib's only off its common path: a master makes a script's functions anew
@@ -85,13 +85,13 @@ end
 -- else what fenceEpoch finds. L holds lib's functions once a path needed
 -- them.
 local L
-local s, f, h, epoch = r[2], tonumber(r[4]), #hint, nil
-if s and h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == hint then
+local s, f, h, epoch = r[2], tonumber(r[4]), #knownID, nil
+if s and h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == knownID then
   epoch = tonumber(string.match(s, '^(%d+) %d+$', h + 2))
 end
 if not epoch then
   L = lib()
-  epoch, f = L.fenceEpoch(stamp, floor, hint, s, f)
+  epoch, f = L.fenceEpoch(stamp, floor, knownID, s, f)
 end
 
 if act == 'again' then

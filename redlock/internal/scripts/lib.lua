@@ -78,7 +78,7 @@ local function lib()
 
   -- fenceEpoch makes sure the node's fence data was counted by this very
   -- server, and returns the epoch it counts in: a counter at or below the epoch
-  -- is stale. stamp is the key that names who counted, hint is the identity
+  -- is stale. stamp is the key that names who counted, knownID is the identity
   -- ("<run_id> <master_replid>") the client last read from this master, or ''.
   --
   -- Why. Fences rest on every master keeping its counters (see fence.go). A
@@ -120,22 +120,22 @@ local function lib()
   --
   -- Cost. The caller reads the stamp (s, false when there is none) and the
   -- floor (f, see raiseFloor) with the other keys it needs, in one MGET, and
-  -- first compares the stamp with the client's hint itself (acquire.lua):
-  -- when the stamp is the hint followed by exactly two numbers, the hint's
-  -- identity is the stamp's, and the epoch is the first number, with no
+  -- first compares the stamp with knownID, the identity the client knows, itself (acquire.lua):
+  -- when the stamp is knownID followed by exactly two numbers, knownID
+  -- is the stamp's identity, and the epoch is the first number, with no
   -- function made or called. fenceEpoch is the rest: it parses the stamp in
   -- full, and only when the stamp names another server or none (a new
-  -- connection, a new master, no hint) does it read INFO. If INFO is denied
+  -- connection, a new master, no known identity) does it read INFO. If INFO is denied
   -- to the client's user, the script cannot tell and returns epoch 0:
   -- nothing is stale. The client does not let such a master vote unless
   -- told to trust it.
   --
   -- It returns the epoch and the floor's value after (f, or the epoch where a
   -- new epoch raised it).
-  local function fenceEpoch(stamp, floor, hint, s, f)
+  local function fenceEpoch(stamp, floor, knownID, s, f)
     local id, epoch
     if s then id, epoch = string.match(s, '^(%S+ %S+) (%d+)') end
-    if id and id == hint then return tonumber(epoch), f end
+    if id and id == knownID then return tonumber(epoch), f end
     local server = redis.pcall('INFO', 'server')
     local repl = redis.pcall('INFO', 'replication')
     if type(server) ~= 'string' or type(repl) ~= 'string' then return 0, f end
