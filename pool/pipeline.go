@@ -84,6 +84,11 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		}
 		if ch := s.dialing; ch != nil {
 			s.mu.Unlock()
+			if pl.r.gate.Silent() {
+				// The dial under way is the probe of a silent master
+				// (see driver.Gate): do not wait on it.
+				return nil, lost, driver.ErrSilent
+			}
 			select {
 			case <-ch:
 				continue
@@ -95,7 +100,7 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		s.dialing = ch
 		s.mu.Unlock()
 
-		p, err := pl.dial(ctx)
+		p, err := pl.gatedDial(ctx)
 		s.mu.Lock()
 		s.dialing = nil
 		if err == nil {
@@ -109,9 +114,24 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	return nil, lost, errors.New("pool: no connection: dials by other calls kept failing")
 }
 
+// gatedDial opens a pipe if the master's gate lets it (see driver.Gate):
+// while the master is silent, the pipe is the probe, and tells the gate
+// whether the master answers on it.
+func (pl *pipeline) gatedDial(ctx context.Context) (*pipe, error) {
+	pass, err := pl.r.gate.Enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pl.dial(ctx, pass)
+	if err != nil {
+		pl.r.gated(pass, err)
+	}
+	return p, err
+}
+
 // dial opens a pipe: the same dial as the pooled mode's, which counts in
 // Dials, then the network connection under it is taken over.
-func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
+func (pl *pipeline) dial(ctx context.Context, pass driver.Pass) (*pipe, error) {
 	var nc net.Conn
 	if _, err := pl.r.dialNet(ctx, &nc); err != nil {
 		return nil, err
@@ -120,6 +140,7 @@ func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
 	// answered, so its buffers hold nothing. Its deadlines go.
 	nc.SetDeadline(time.Time{})
 	p := newPipe(pl, nc, pl.write)
+	p.pass = pass
 	pl.mu.Lock()
 	if pl.closed {
 		pl.mu.Unlock()
