@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,8 +62,8 @@ func (*silentError) Temporary() bool { return true }
 // again.
 //
 // A driver asks Enter before a call that may open a connection and reports
-// how it ended: Answered for any reply (an error reply too), TimedOut when
-// its deadline passed first, Failed when it ended otherwise. Its methods are
+// how it ended (Left): Answered for any reply (an error reply too),
+// TimedOut when its deadline passed first, Failed when it ended otherwise. Its methods are
 // safe for concurrent use; a healthy master costs Enter an atomic load and
 // a reading of the clock, and Answered the same and an atomic store.
 type Gate struct {
@@ -176,6 +178,22 @@ func (g *Gate) TimedOut(p Pass) {
 	now := g.clock.Since(g.born)
 	if time.Duration(g.last.Load()) < p.since+(now-p.since)/2 {
 		g.NoReply(p)
+	}
+}
+
+// Left records how the call let through with p ended: answered, the
+// master replied (an error reply too), as Answered; or else by err, a
+// deadline (context.DeadlineExceeded, or a net.Error that timed out) as
+// TimedOut, and anything else as Failed.
+func (g *Gate) Left(p Pass, answered bool, err error) {
+	var ne net.Error
+	switch {
+	case answered:
+		g.Answered()
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		g.TimedOut(p)
+	default:
+		g.Failed(p)
 	}
 }
 

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"errors"
 
 	"github.com/gomodule/redigo/redis"
@@ -11,17 +10,9 @@ import (
 
 // gated tells the master's gate how a call, or a pipe's dial, that it let
 // through with pass ended (see driver.Gate): with err nil or an error
-// reply, the master answered; with a deadline, it may be silent; otherwise
-// nothing is known of it, but a probe failed.
+// reply, the master answered.
 func (r *Redis) gated(pass driver.Pass, err error) {
 	var re redis.Error
 	var de driver.Error
-	switch {
-	case err == nil || errors.As(err, &re) || errors.As(err, &de):
-		r.gate.Answered()
-	case errors.Is(err, context.DeadlineExceeded) || netTimeout(err):
-		r.gate.TimedOut(pass)
-	default:
-		r.gate.Failed(pass)
-	}
+	r.gate.Left(pass, err == nil || errors.As(err, &re) || errors.As(err, &de), err)
 }

@@ -7,6 +7,8 @@ import (
 	"weak"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 // cluster routes calls through a Redis Cluster client: each goes to the
@@ -17,6 +19,7 @@ type cluster struct {
 
 	mu       sync.Mutex // serialises hooking a node client
 	counters sync.Map   // node address → *dialCounter; a new client for an address keeps counting on
+	gates    sync.Map   // node address → *driver.Gate, kept as the counters are
 	watched  sync.Map   // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
 }
 
@@ -38,7 +41,8 @@ func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 		return nil, err
 	}
 	dials, ready := c.watch(node, true)
-	return &target{client: node, server: node.Options().Addr, dials: dials, ready: ready}, nil
+	addr := node.Options().Addr
+	return &target{client: node, server: addr, dials: dials, ready: ready, gate: c.gate(addr)}, nil
 }
 
 // watch makes sure node's dials are counted, and returns the counter of its
@@ -74,4 +78,13 @@ func (c *cluster) counter(addr string) *dialCounter {
 	}
 	d, _ := c.counters.LoadOrStore(addr, &dialCounter{})
 	return d.(*dialCounter)
+}
+
+// gate returns the gate of the node at addr (see gate.go).
+func (c *cluster) gate(addr string) *driver.Gate {
+	if g, ok := c.gates.Load(addr); ok {
+		return g.(*driver.Gate)
+	}
+	g, _ := c.gates.LoadOrStore(addr, driver.NewGate(nil))
+	return g.(*driver.Gate)
 }

@@ -208,6 +208,21 @@ func (m *Master) onNode(ctx context.Context, node rueidis.Client, server string,
 	if m.dials == nil {
 		return m.run(ctx, node, server, nil, call)
 	}
+	return m.dedicated(ctx, node, server, call)
+}
+
+// dedicated runs call on a dedicated connection of node's, through the
+// server's gate (see gate.go).
+func (m *Master) dedicated(ctx context.Context, node rueidis.Client, server string, call driver.Call) (rep driver.Reply, retry bool, err error) {
+	gate := m.gate(server)
+	pass, err := gate.Enter(ctx)
+	if err != nil {
+		return driver.Reply{Server: server}, false, err
+	}
+	defer func() {
+		var de driver.Error
+		gate.Left(pass, err == nil || errors.As(err, &de), err)
+	}()
 	dc, release, err := dedicate(ctx, node)
 	if err != nil {
 		return driver.Reply{Server: server}, false, err
