@@ -63,14 +63,17 @@ func (*silentError) Temporary() bool { return true }
 //
 // A driver asks Enter before a call that may open a connection and reports
 // how it ended (Left): Answered for any reply (an error reply too),
-// TimedOut when its deadline passed first, Failed when it ended otherwise. Its methods are
-// safe for concurrent use; a healthy master costs Enter an atomic load and
-// a reading of the clock, and Answered the same and an atomic store.
+// TimedOut when its deadline passed first, Failed when it ended
+// otherwise. Its methods are safe for concurrent use; a healthy master costs
+// Enter an atomic load and a reading of the clock, and Answered the same and
+// an atomic store.
 type Gate struct {
 	clock  clock.Clock
 	born   time.Time    // the gate's epoch, with a monotonic reading
-	last   atomic.Int64 // when the master last answered, as a time.Duration since born
 	silent atomic.Bool  // read without the lock on every Enter
+	_      [64]byte     // last, written on every answer, on a cache line of its own
+	last   atomic.Int64 // when the master last answered, as a time.Duration since born
+	_      [56]byte
 
 	mu      sync.Mutex
 	probes  uint64        // probes let through so far: each Pass.probe is unique

@@ -163,3 +163,44 @@ func TestGate_WaitingCallLeavesWithItsCtx(t *testing.T) {
 	_, err := g.Enter(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+func TestGate_Left(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answered bool
+		err      error
+		silent   bool // the probe's master is still silent
+	}{
+		{"answered", true, nil, false},
+		{"an error reply", true, Error("ERR no"), false},
+		{"deadline", false, context.DeadlineExceeded, true},
+		{"refused", false, errors.New("connect: connection refused"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, clk := silenced(t)
+			clk.Advance(MinRedial)
+			p, err := g.Enter(short(t, clk))
+			require.NoError(t, err)
+			require.True(t, p.Probe())
+			clk.Advance(50 * time.Millisecond)
+			g.Left(p, tc.answered, tc.err)
+			assert.Equal(t, tc.silent, g.Silent())
+			if tc.silent {
+				_, err := g.Enter(short(t, clk))
+				assert.ErrorIs(t, err, ErrSilent, "the failed probe backs off")
+			}
+		})
+	}
+}
+
+func TestGate_CallSentJustBeforeTheStopTells(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	g := NewGate(clk)
+	p, err := g.Enter(short(t, clk))
+	require.NoError(t, err)
+	clk.Advance(time.Millisecond)
+	g.Answered() // the calls before it, answered as the master stopped
+	clk.Advance(49 * time.Millisecond)
+	g.TimedOut(p)
+	assert.True(t, g.Silent())
+}

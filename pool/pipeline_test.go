@@ -335,7 +335,9 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // six node timeouts: every caller times out, some more than once
 		require.NoError(t, srv.Resume())
 		resumed.Store(true)
-		time.Sleep(300 * time.Millisecond)
+		// The stopped master was probed at most MaxRedial apart (see
+		// driver.Gate): one probe comes within that of the resume.
+		time.Sleep(driver.MaxRedial + 300*time.Millisecond)
 		stop.Store(true)
 		wg.Wait()
 		close(errs)
