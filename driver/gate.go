@@ -241,3 +241,19 @@ func (g *Gate) failed(p Pass) {
 	g.backoff = min(2*g.backoff, MaxRedial)
 	g.next = g.clock.Now().Add(g.backoff)
 }
+
+// Gates holds a Gate per server, made on first use, for a driver that
+// reaches several (the masters of a Redis Cluster). The zero value is
+// ready; its methods are safe for concurrent use.
+type Gates struct {
+	m sync.Map // server → *Gate
+}
+
+// For returns server's gate.
+func (gs *Gates) For(server string) *Gate {
+	if g, ok := gs.m.Load(server); ok {
+		return g.(*Gate)
+	}
+	g, _ := gs.m.LoadOrStore(server, NewGate(nil))
+	return g.(*Gate)
+}

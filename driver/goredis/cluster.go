@@ -17,10 +17,10 @@ import (
 type cluster struct {
 	client *redis.ClusterClient
 
-	mu       sync.Mutex // serialises hooking a node client
-	counters sync.Map   // node address → *dialCounter; a new client for an address keeps counting on
-	gates    sync.Map   // node address → *driver.Gate, kept as the counters are
-	watched  sync.Map   // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
+	mu       sync.Mutex   // serialises hooking a node client
+	counters sync.Map     // node address → *dialCounter; a new client for an address keeps counting on
+	gates    driver.Gates // by node address, kept as the counters are
+	watched  sync.Map     // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
 }
 
 func newCluster(client *redis.ClusterClient) *cluster {
@@ -42,7 +42,7 @@ func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 	}
 	dials, ready := c.watch(node, true)
 	addr := node.Options().Addr
-	return &target{client: node, server: addr, dials: dials, ready: ready, gate: c.gate(addr)}, nil
+	return &target{client: node, server: addr, dials: dials, ready: ready, gate: c.gates.For(addr)}, nil
 }
 
 // watch makes sure node's dials are counted, and returns the counter of its
@@ -78,13 +78,4 @@ func (c *cluster) counter(addr string) *dialCounter {
 	}
 	d, _ := c.counters.LoadOrStore(addr, &dialCounter{})
 	return d.(*dialCounter)
-}
-
-// gate returns the gate of the node at addr (see gate.go).
-func (c *cluster) gate(addr string) *driver.Gate {
-	if g, ok := c.gates.Load(addr); ok {
-		return g.(*driver.Gate)
-	}
-	g, _ := c.gates.LoadOrStore(addr, driver.NewGate(nil))
-	return g.(*driver.Gate)
 }
