@@ -56,10 +56,10 @@ func (*silentError) Temporary() bool { return true }
 // answered in the second half of its wait (TimedOut), or when the driver
 // judged so itself (NoReply). While it is silent, one call at a time goes
 // through, the probe, at the pace of MinRedial and MaxRedial; the others
-// fail at once with ErrSilent, or wait for the next probe when their
-// deadline allows. Any answer of the master, to the probe or to a call
-// sent before, ends the silence (Answered): calls go through at once
-// again.
+// wait for the probe's outcome or for the next probe when their deadline
+// allows, and otherwise fail at once with ErrSilent. Any answer of the
+// master, to the probe or to a call sent before, ends the silence
+// (Answered): calls go through at once again.
 //
 // A driver asks Enter before a call that may open a connection and reports
 // how it ended (Left): Answered for any reply (an error reply too),
@@ -81,6 +81,7 @@ type Gate struct {
 	next    time.Time     // no probe before
 	backoff time.Duration // the wait after the next failed probe
 	wake    chan struct{} // closed when the master answers; replaced when it falls silent
+	verdict chan struct{} // closed when the probe under way ends
 }
 
 // Pass is what Enter let a call through with; the driver hands it back with
@@ -108,12 +109,17 @@ func (g *Gate) Silent() bool { return g.silent.Load() }
 // maxEnterWaits bounds how many probes a call waits for before it gives up.
 const maxEnterWaits = 3
 
-// Enter lets a call through, or returns ErrSilent (or ctx's error). A master that is not silent lets every call through. A
-// silent one lets one probe through once its pace allows. A call that comes
-// earlier waits for that moment if its ctx's deadline leaves it MinRedial
-// after it (a ctx without a deadline always waits), and otherwise fails at
-// once: a probe with only moments left could not tell a master that came
-// back from one still silent.
+// Enter lets a call through, or returns ErrSilent (or ctx's error if it is
+// cancelled). A master that is not silent lets every call through. A silent
+// one lets one probe through once its pace allows. A call that comes while
+// the probe is under way waits for its outcome, within its ctx, and goes
+// through if the master answered: a release that follows an acquire the
+// master never answered is sent as soon as the master is heard again, not
+// at its caller's next try. A call that comes before the probe is due waits
+// for that moment if its ctx's deadline leaves it MinRedial after it (a ctx
+// without a deadline always waits), and otherwise fails at once: a probe
+// with only moments left could not tell a master that came back from one
+// still silent.
 func (g *Gate) Enter(ctx context.Context) (Pass, error) {
 	if !g.silent.Load() {
 		return Pass{since: g.clock.Since(g.born)}, nil
@@ -125,14 +131,21 @@ func (g *Gate) Enter(ctx context.Context) (Pass, error) {
 			return Pass{since: g.clock.Since(g.born)}, nil
 		}
 		if g.probing != 0 {
+			verdict := g.verdict
 			g.mu.Unlock()
-			return Pass{}, ErrSilent
+			select {
+			case <-verdict:
+				continue
+			case <-ctx.Done():
+				return Pass{}, ctxErr(ctx)
+			}
 		}
 		now := g.clock.Now()
 		wait := g.next.Sub(now)
 		if wait <= 0 {
 			g.probes++
 			g.probing = g.probes
+			g.verdict = make(chan struct{})
 			p := Pass{since: g.clock.Since(g.born), probe: g.probing}
 			g.mu.Unlock()
 			return p, nil
@@ -149,11 +162,21 @@ func (g *Gate) Enter(ctx context.Context) (Pass, error) {
 		case <-wake:
 		case <-ctx.Done():
 			t.Stop()
-			return Pass{}, ctx.Err()
+			return Pass{}, ctxErr(ctx)
 		}
 		t.Stop()
 	}
 	return Pass{}, ErrSilent
+}
+
+// ctxErr is Enter's error for a call whose ctx ended while it waited:
+// ErrSilent at a deadline (the call was not sent for want of an answer),
+// ctx's error otherwise.
+func ctxErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrSilent
+	}
+	return ctx.Err()
 }
 
 // Answered records a reply of the master, to any call: it is not silent.
@@ -165,7 +188,7 @@ func (g *Gate) Answered() {
 	g.mu.Lock()
 	if g.silent.Load() {
 		g.silent.Store(false)
-		g.probing = 0
+		g.endProbe()
 		close(g.wake)
 	}
 	g.mu.Unlock()
@@ -210,7 +233,7 @@ func (g *Gate) NoReply(p Pass) {
 	if !g.silent.Load() {
 		g.silent.Store(true)
 		g.wake = make(chan struct{})
-		g.probing = 0
+		g.endProbe()
 		g.backoff = MinRedial
 		g.next = g.clock.Now().Add(MinRedial)
 		return
@@ -237,9 +260,18 @@ func (g *Gate) failed(p Pass) {
 	if p.probe == 0 || p.probe != g.probing {
 		return
 	}
-	g.probing = 0
+	g.endProbe()
 	g.backoff = min(2*g.backoff, MaxRedial)
 	g.next = g.clock.Now().Add(g.backoff)
+}
+
+// endProbe ends the probe under way, if any: the calls waiting for its
+// outcome look again. The caller holds g.mu.
+func (g *Gate) endProbe() {
+	if g.probing != 0 {
+		g.probing = 0
+		close(g.verdict)
+	}
 }
 
 // Gates holds a Gate per server, made on first use, for a driver that

@@ -204,3 +204,51 @@ func TestGate_CallSentJustBeforeTheStopTells(t *testing.T) {
 	g.TimedOut(p)
 	assert.True(t, g.Silent())
 }
+
+func TestGate_CallDuringTheProbeWaitsForItsOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answered bool
+		want     error
+	}{
+		{"answered: through", true, nil},
+		{"no answer: silent", false, ErrSilent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, clk := silenced(t)
+			clk.Advance(MinRedial)
+			probe, err := g.Enter(short(t, clk))
+			require.NoError(t, err)
+			require.True(t, probe.Probe())
+			got := make(chan error, 1)
+			go func() {
+				// Long enough to wait for the probe, too short to wait for
+				// the next one.
+				ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+				defer cancel()
+				p, err := g.Enter(ctx)
+				if err == nil && p.Probe() {
+					err = errors.New("a probe")
+				}
+				got <- err
+			}()
+			time.Sleep(20 * time.Millisecond) // let it wait; the outcome is the same if it comes later
+			if tc.answered {
+				g.Answered()
+			} else {
+				clk.Advance(50 * time.Millisecond)
+				g.TimedOut(probe)
+			}
+			select {
+			case err := <-got:
+				if tc.want == nil {
+					assert.NoError(t, err)
+				} else {
+					assert.ErrorIs(t, err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiting call never ended")
+			}
+		})
+	}
+}

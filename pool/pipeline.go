@@ -64,7 +64,8 @@ const maxPipeWaits = 8
 
 // get returns a pipe that takes requests, opening one in the slot's place
 // when its pipe has failed or is poisoned. One caller dials; the others
-// wait for it within their ctx. lost reports that a pipe was replaced
+// wait for it within their ctx, and share its pipe. The dial goes through
+// the master's gate (gatedDial). lost reports that a pipe was replaced
 // because its connection had dropped.
 func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	s := pl.slot()
@@ -84,11 +85,6 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		}
 		if ch := s.dialing; ch != nil {
 			s.mu.Unlock()
-			if pl.r.gate.Silent() {
-				// The dial under way is the probe of a silent master
-				// (see driver.Gate): do not wait on it.
-				return nil, lost, driver.ErrSilent
-			}
 			select {
 			case <-ch:
 				continue
