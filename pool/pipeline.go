@@ -107,6 +107,11 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		close(ch)
 		return p, lost, err
 	}
+	if pl.r.gate.Silent() {
+		// The dials were refused, or failed, for a master that answers
+		// nothing: the call gets what its own dial would have got.
+		return nil, lost, driver.ErrSilent
+	}
 	return nil, lost, errors.New("pool: no connection: dials by other calls kept failing")
 }
 

@@ -276,7 +276,7 @@ func TestPipeline_PausedMaster_NewCallsEndAtTheirDeadlines(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, srv.Pause())
 		defer srv.Resume()
-		for i := range 3 { // on the first connection, then on the ones that replace it
+		for i := range 3 { // on the first connection, then refused by the gate of a master that answers nothing (driver.Gate)
 			elapsed, err := timed(func() error {
 				_, err := w.within(p, shortWait, echoCall(fmt.Sprint(i)))
 				return err
