@@ -14,12 +14,14 @@ import (
 // How a Gate paces the calls to a silent master: the first probe goes
 // MinRedial after the master fell silent, and each next one twice as long
 // after the last failed, up to MaxRedial. A master stopped for two seconds
-// thus gets three probes, hence at most three new connections, from each
-// client; one that comes back is probed again within MaxRedial. MinRedial is
-// some five of the lock's default node timeouts (50ms), so that calls
-// which time out one after another do not each probe.
+// thus gets two probes from each client (at about 0.45s and 1.3s with
+// 50ms calls), hence two new connections, with room for one more that a
+// call made as it stopped may open; one that comes back is probed again
+// within MaxRedial. MinRedial is eight of the lock's default node timeouts
+// (50ms), so that calls which time out one after another do not each
+// probe.
 const (
-	MinRedial = 250 * time.Millisecond
+	MinRedial = 400 * time.Millisecond
 	MaxRedial = time.Second
 )
 

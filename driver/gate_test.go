@@ -89,9 +89,9 @@ func TestGate_SilentPacesProbes(t *testing.T) {
 			clk.Advance(10 * time.Millisecond)
 		}
 	}
-	// Probes at 250ms, then 500ms and 1s after each failure (each failure
+	// Probes at 400ms, then 800ms and 1s after each failure (each failure
 	// 50ms after its probe), then every 1s.
-	want := []time.Duration{250, 800, 1850, 2900, 3950}
+	want := []time.Duration{400, 1250, 2300, 3350}
 	require.Len(t, probes, len(want), "probes at %v", probes)
 	for i, w := range want {
 		assert.InDelta(t, float64(w*time.Millisecond), float64(probes[i]), float64(10*time.Millisecond), "probe %d", i)
