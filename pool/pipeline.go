@@ -34,6 +34,7 @@ type connSlot struct {
 	mu      sync.Mutex
 	p       *pipe
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
+	failed  error         // the last dial's error, nil once one succeeded
 }
 
 func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
@@ -98,7 +99,7 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 
 		p, err := pl.gatedDial(ctx)
 		s.mu.Lock()
-		s.dialing = nil
+		s.dialing, s.failed = nil, err
 		if err == nil {
 			s.p = p
 			s.cur.Store(p)
@@ -107,7 +108,10 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		close(ch)
 		return p, lost, err
 	}
-	if pl.r.gate.Silent() {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if errors.Is(failed, driver.ErrSilent) || pl.r.gate.Silent() {
 		// The dials were refused, or failed, for a master that answers
 		// nothing: the call gets what its own dial would have got.
 		return nil, lost, driver.ErrSilent
