@@ -260,3 +260,37 @@ func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
 		})
 	}
 }
+// A master paused while locks come and go, and a client closed before it
+// runs again: once it runs, nothing of those locks is left on it. What the
+// client sent it before Close (acquires, and the deletes and tombstones
+// that follow them) runs in order when it resumes.
+func TestIntegration_PausedMaster_ClosedClient_LeavesNothingOnResume(t *testing.T) {
+	srv := masters(t, 3)
+	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))()...)
+	require.NoError(t, err)
+	_, err = c.Inspect(context.Background(), "warm") // connections up before the pause
+	require.NoError(t, err)
+	require.NoError(t, srv[0].Pause())
+	t.Cleanup(func() { srv[0].Resume() })
+	ctx := context.Background()
+	for i := range 5 {
+		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", i), 10*time.Second)
+		require.NoError(t, err, "two of three masters run")
+		time.Sleep(2 * DefaultNodeTimeout) // held past the paused master's deadline
+		require.NoError(t, l.Release(ctx))
+	}
+	c.Close()
+	require.NoError(t, srv[0].Resume())
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := srv[0].Do("PING"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // what was queued runs
+	assert.Empty(t, keysOn(t, srv[0], "k*"), "the resumed master keeps keys of released locks")
+	for _, s := range srv[1:] {
+		assert.Empty(t, keysOn(t, s, "k*"))
+	}
+}
