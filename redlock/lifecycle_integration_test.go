@@ -260,6 +260,7 @@ func TestIntegration_DegradedMasterIsReportedOnce(t *testing.T) {
 		})
 	}
 }
+
 // A master paused while locks come and go, and a client closed before it
 // runs again: once it runs, nothing of those locks is left on it. What the
 // client sent it before Close (acquires, and the deletes and tombstones
