@@ -155,5 +155,9 @@ func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
 	// The promoted replica is kept from voting for the window.
 	_, err = c.TryLock(ctx, "after", 10*time.Second)
 	assert.ErrorIs(t, err, redlock.ErrQuarantined, "%v", err)
-	assert.Contains(t, fmt.Sprint(err), "promoted from a replica")
+	var ae *redlock.AttemptError
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ae.Masters, 1)
+	assert.Equal(t, redlock.MasterAbstained, ae.Masters[0].Answer)
+	assert.Contains(t, ae.Masters[0].Why, "promoted from a replica", "%s", ae.Detail())
 }
