@@ -9,11 +9,6 @@
 // back in one neutral form whatever the client library: see Eval. A driver
 // that can hand a reply over when it comes also implements Starter, and the
 // lock then fans calls out to its masters without a goroutine per master.
-//
-// A driver keeps a Gate per server, so that a master that answers nothing
-// (stopped, paused by a fork or swap) gets one probe at a time from it,
-// paced from MinRedial to MaxRedial, instead of a new connection at every
-// call's deadline; the other calls fail at once with ErrSilent.
 package driver
 
 import (

@@ -53,12 +53,7 @@ func (r *Redis) Do(ctx context.Context, cmd string, args ...string) (any, error)
 	return nil, errNotSent
 }
 
-func (r *Redis) doPooled(ctx context.Context, cmd string, args []string) (_ any, err error) {
-	pass, err := r.gate.Enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { r.gated(pass, err) }()
+func (r *Redis) doPooled(ctx context.Context, cmd string, args []string) (any, error) {
 	conn, err := r.pool.GetContext(ctx)
 	if err != nil {
 		return nil, err

@@ -16,14 +16,6 @@
 // answered nothing takes no more calls and is replaced. Pooled, each call
 // takes a connection of its own from a redigo pool.
 //
-// While the master answers nothing (a call timed out and nothing was
-// answered meanwhile: the master is stopped, or paused by a fork or swap),
-// its gate (driver.Gate) lets one dial at a time through, pipelined, and
-// one call at a time, pooled, at a pace from driver.MinRedial to
-// driver.MaxRedial; other calls that would dial fail at once with
-// driver.ErrSilent, which the lock takes as a call without a reply. Any
-// answer of the master lets calls through at once again.
-//
 // Start (driver.Starter) is Eval for a caller that does not wait: in the
 // pipelined mode, on a connection already open, the call is written from the
 // caller's goroutine and its reply handed over by the connection's reader,

@@ -53,11 +53,6 @@ func (r *Redis) evalOnce(ctx context.Context, call driver.Call) (rep driver.Repl
 			return rep, false, context.DeadlineExceeded
 		}
 	}
-	pass, err := r.gate.Enter(ctx)
-	if err != nil {
-		return rep, false, err
-	}
-	defer func() { r.gated(pass, err) }()
 	conn, err := r.pool.GetContext(ctx)
 	if err != nil {
 		return rep, false, err

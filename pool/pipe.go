@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/quorumlock/quorumlock/driver"
 )
 
 // pipe is one connection to the master that many callers share: their
@@ -56,11 +54,6 @@ type pipe struct {
 	br    *bufio.Reader // the reader goroutine's alone
 	pl    *pipeline
 	write time.Duration // bounds a write made in the background
-	// pass is what the master's gate let the dial through with: the
-	// probe of a silent master, or not (see driver.Gate). The pipe tells
-	// the gate of every reply, of its poisoning, and of a failure before
-	// any reply.
-	pass driver.Pass
 
 	// accepting is false once the pipe is poisoned or has failed: it takes
 	// no new request. Read without the lock to pick a pipe.
@@ -282,7 +275,6 @@ func (p *pipe) read() {
 			return
 		}
 		p.replies++
-		p.pl.r.gate.Answered()
 		q := p.queue[p.head]
 		q.vals = append(q.vals, v)
 		if len(q.vals) < q.want {
@@ -386,26 +378,15 @@ func (p *pipe) abandon(q *request, err error) {
 	if errors.Is(err, context.DeadlineExceeded) && p.replies == q.mark {
 		// Poisoned: the master answered nothing while the request waited.
 		// No new request goes on this connection; it is closed when no
-		// caller waits on it. The master's gate takes it as silent, so
-		// that the next connection is not dialled at once.
-		p.poison()
+		// caller waits on it.
+		p.poisoned = true
+		p.accepting.Store(false)
 	}
 	discard := p.poisoned && p.waiting == 0 && p.err == nil
 	p.mu.Unlock()
 	if discard {
 		p.fail(errDiscarded)
 	}
-}
-
-// poison stops the pipe taking requests, after one timed out with no reply
-// from the master meanwhile, and tells the master's gate the first time.
-// The caller holds p.mu.
-func (p *pipe) poison() {
-	if !p.poisoned {
-		p.pl.r.gate.NoReply(p.pass)
-	}
-	p.poisoned = true
-	p.accepting.Store(false)
 }
 
 // arm sets the pipe's timer for the started calls' deadlines to fire at t.
@@ -448,7 +429,8 @@ func (p *pipe) expireDue() {
 		q.abandoned = true
 		p.waiting--
 		if p.replies == q.mark {
-			p.poison()
+			p.poisoned = true
+			p.accepting.Store(false)
 		}
 		due = append(due, q.notify)
 	}
@@ -476,9 +458,6 @@ func (p *pipe) fail(err error) {
 	}
 	p.err = err
 	p.accepting.Store(false)
-	if p.replies == 0 {
-		p.pl.r.gate.Failed(p.pass) // a probe that got no answer
-	}
 	var notify []notifier
 	for _, q := range p.queue[p.head:] {
 		if !q.abandoned {

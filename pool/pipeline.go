@@ -34,7 +34,6 @@ type connSlot struct {
 	mu      sync.Mutex
 	p       *pipe
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
-	failed  error         // the last dial's error, nil once one succeeded
 }
 
 func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
@@ -65,8 +64,7 @@ const maxPipeWaits = 8
 
 // get returns a pipe that takes requests, opening one in the slot's place
 // when its pipe has failed or is poisoned. One caller dials; the others
-// wait for it within their ctx, and share its pipe. The dial goes through
-// the master's gate (gatedDial). lost reports that a pipe was replaced
+// wait for it within their ctx. lost reports that a pipe was replaced
 // because its connection had dropped.
 func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	s := pl.slot()
@@ -97,9 +95,9 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		s.dialing = ch
 		s.mu.Unlock()
 
-		p, err := pl.gatedDial(ctx)
+		p, err := pl.dial(ctx)
 		s.mu.Lock()
-		s.dialing, s.failed = nil, err
+		s.dialing = nil
 		if err == nil {
 			s.p = p
 			s.cur.Store(p)
@@ -108,35 +106,12 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		close(ch)
 		return p, lost, err
 	}
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if errors.Is(failed, driver.ErrSilent) || pl.r.gate.Silent() {
-		// The dials were refused, or failed, for a master that answers
-		// nothing: the call gets what its own dial would have got.
-		return nil, lost, driver.ErrSilent
-	}
 	return nil, lost, errors.New("pool: no connection: dials by other calls kept failing")
-}
-
-// gatedDial opens a pipe if the master's gate lets it (see driver.Gate):
-// while the master is silent, the pipe is the probe, and tells the gate
-// whether the master answers on it.
-func (pl *pipeline) gatedDial(ctx context.Context) (*pipe, error) {
-	pass, err := pl.r.gate.Enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := pl.dial(ctx, pass)
-	if err != nil {
-		pl.r.gated(pass, err)
-	}
-	return p, err
 }
 
 // dial opens a pipe: the same dial as the pooled mode's, which counts in
 // Dials, then the network connection under it is taken over.
-func (pl *pipeline) dial(ctx context.Context, pass driver.Pass) (*pipe, error) {
+func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
 	var nc net.Conn
 	if _, err := pl.r.dialNet(ctx, &nc); err != nil {
 		return nil, err
@@ -145,7 +120,6 @@ func (pl *pipeline) dial(ctx context.Context, pass driver.Pass) (*pipe, error) {
 	// answered, so its buffers hold nothing. Its deadlines go.
 	nc.SetDeadline(time.Time{})
 	p := newPipe(pl, nc, pl.write)
-	p.pass = pass
 	pl.mu.Lock()
 	if pl.closed {
 		pl.mu.Unlock()

@@ -276,7 +276,7 @@ func TestPipeline_PausedMaster_NewCallsEndAtTheirDeadlines(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, srv.Pause())
 		defer srv.Resume()
-		for i := range 3 { // on the first connection, then refused by the gate of a master that answers nothing (driver.Gate)
+		for i := range 3 { // on the first connection, then on the ones that replace it
 			elapsed, err := timed(func() error {
 				_, err := w.within(p, shortWait, echoCall(fmt.Sprint(i)))
 				return err
@@ -335,9 +335,7 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // six node timeouts: every caller times out, some more than once
 		require.NoError(t, srv.Resume())
 		resumed.Store(true)
-		// The stopped master was probed at most MaxRedial apart (see
-		// driver.Gate): one probe comes within that of the resume.
-		time.Sleep(driver.MaxRedial + 300*time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		stop.Store(true)
 		wg.Wait()
 		close(errs)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-
-	"github.com/quorumlock/quorumlock/driver"
 )
 
 // Defaults. The per-node timeout of the lock algorithm is usually far shorter
@@ -45,10 +43,6 @@ type Redis struct {
 	dialNet func(ctx context.Context, capture *net.Conn) (redis.Conn, error)
 	dials   atomic.Uint64
 	pl      *pipeline // nil in the pooled mode
-	// gate keeps calls from dialling the master while it answers nothing
-	// (see driver.Gate): in the pipelined mode the pipes' dials go through
-	// it, in the pooled mode each call.
-	gate *driver.Gate
 }
 
 type config struct {
@@ -111,7 +105,7 @@ func New(addr string, opts ...Option) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{addr: c.addr, readTimeout: c.readTimeout, gate: driver.NewGate(nil)}
+	r := &Redis{addr: c.addr, readTimeout: c.readTimeout}
 	nd := netDialer(c)
 	dialOpts := []redis.DialOption{
 		redis.DialContextFunc(nd),

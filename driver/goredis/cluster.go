@@ -7,8 +7,6 @@ import (
 	"weak"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/quorumlock/quorumlock/driver"
 )
 
 // cluster routes calls through a Redis Cluster client: each goes to the
@@ -17,10 +15,9 @@ import (
 type cluster struct {
 	client *redis.ClusterClient
 
-	mu       sync.Mutex   // serialises hooking a node client
-	counters sync.Map     // node address → *dialCounter; a new client for an address keeps counting on
-	gates    driver.Gates // by node address, kept as the counters are
-	watched  sync.Map     // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
+	mu       sync.Mutex // serialises hooking a node client
+	counters sync.Map   // node address → *dialCounter; a new client for an address keeps counting on
+	watched  sync.Map   // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
 }
 
 func newCluster(client *redis.ClusterClient) *cluster {
@@ -41,8 +38,7 @@ func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 		return nil, err
 	}
 	dials, ready := c.watch(node, true)
-	addr := node.Options().Addr
-	return &target{client: node, server: addr, dials: dials, ready: ready, gate: c.gates.For(addr)}, nil
+	return &target{client: node, server: node.Options().Addr, dials: dials, ready: ready}, nil
 }
 
 // watch makes sure node's dials are counted, and returns the counter of its

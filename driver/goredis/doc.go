@@ -78,16 +78,6 @@
 // between a slow master and one that never answers in time. A later call
 // never reads an earlier call's reply. Close waits for such goroutines.
 //
-// A call whose command timed out loses its connection in go-redis, and the
-// next call takes another, opened at once if none is idle: while a server
-// answers nothing (stopped, paused by a fork or swap), its kernel would
-// queue a new connection at nearly every call's deadline, all met at once
-// when it runs again. So calls go through the server's gate (driver.Gate):
-// once a call timed out with nothing answered meanwhile, one call at a time
-// reaches the client, at a pace from driver.MinRedial to driver.MaxRedial,
-// and the others fail at once with driver.ErrSilent. Any answer, a late
-// one after its caller left included, lets calls through again.
-//
 // # Clusters
 //
 // A call to a cluster client goes to the master of its first key's slot, as

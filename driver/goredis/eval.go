@@ -24,14 +24,13 @@ func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, erro
 		rep driver.Reply
 		err error
 	)
-	caller := ctx
 	for try := 0; try < 3; try++ {
 		rep, err = within(m, ctx, func(ctx context.Context) (driver.Reply, error) {
 			t, err := m.route(ctx, call.Keys)
 			if err != nil {
 				return driver.Reply{}, err
 			}
-			rep, err := t.gated(caller, ctx, call, m.cluster != nil)
+			rep, err := t.eval(ctx, call, m.cluster != nil)
 			if errors.Is(err, ErrRedirected) {
 				m.cluster.client.ReloadState(ctx) // in the background
 			}

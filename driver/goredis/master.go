@@ -44,7 +44,6 @@ type target struct {
 	server string // "" for a standalone master, the node's address in a cluster
 	dials  *dialCounter
 	ready  *readiness
-	gate   *driver.Gate // the server's: see gate.go
 }
 
 // New returns the master that client reaches. The client is used as given,
@@ -86,7 +85,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Master, error) {
 		}
 		d := &dialCounter{}
 		cl.AddHook(d)
-		m.single = &target{client: cl, dials: d, ready: newReadiness(opt.Protocol), gate: driver.NewGate(nil)}
+		m.single = &target{client: cl, dials: d, ready: newReadiness(opt.Protocol)}
 	case *redis.ClusterClient:
 		if cl == nil {
 			return nil, invalid("the client is nil")

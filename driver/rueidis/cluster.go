@@ -208,27 +208,6 @@ func (m *Master) onNode(ctx context.Context, node rueidis.Client, server string,
 	if m.dials == nil {
 		return m.run(ctx, node, server, nil, call)
 	}
-	return m.dedicated(ctx, node, server, call)
-}
-
-// dedicated runs call on a dedicated connection of node's, through the
-// server's gate (driver.Gate). rueidis replaces a dedicated connection whose
-// call timed out, and would open one for each call while the server answers
-// nothing, which the server meets all at once when it runs again; the gate
-// lets one call at a time through to a silent server, and fails the others
-// at once with driver.ErrSilent. Calls pipelined on the client's shared
-// connections (without WithDials) need no gate: rueidis keeps those
-// connections through a call's deadline, and opens none per call.
-func (m *Master) dedicated(ctx context.Context, node rueidis.Client, server string, call driver.Call) (rep driver.Reply, retry bool, err error) {
-	gate := m.gates.For(server)
-	pass, err := gate.Enter(ctx)
-	if err != nil {
-		return driver.Reply{Server: server}, false, err
-	}
-	defer func() {
-		var de driver.Error
-		gate.Left(pass, err == nil || errors.As(err, &de), err)
-	}()
 	dc, release, err := dedicate(ctx, node)
 	if err != nil {
 		return driver.Reply{Server: server}, false, err

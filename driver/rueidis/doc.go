@@ -78,15 +78,6 @@
 // that rueidis is still dialling when the ctx ends is given back, or
 // closed, once it arrives.
 //
-// rueidis replaces a dedicated connection whose call timed out. So with
-// WithDials, calls go through the server's gate (driver.Gate): once a call
-// timed out with nothing answered meanwhile, one call at a time takes a
-// dedicated connection, at a pace from driver.MinRedial to
-// driver.MaxRedial, and the others fail at once with driver.ErrSilent,
-// instead of each opening a connection the stopped server meets when it
-// runs again. Calls pipelined on the client's shared connections need no
-// gate: rueidis keeps those through a call's deadline.
-//
 // # Redis Cluster
 //
 // On a cluster client, a call goes to the master that owns its keys' slot,

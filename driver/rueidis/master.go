@@ -33,8 +33,7 @@ type Master struct {
 	// been the first on a connection rueidis had just opened, which the
 	// driver cannot observe, so each counts as one (see numbered).
 	calls atomic.Uint64
-	dials *Dials       // WithDials, or nil
-	gates driver.Gates // by server, "" for a standalone client: see dedicated
+	dials *Dials // WithDials, or nil
 	// cluster: the client is a Redis Cluster client, and slots its map.
 	cluster bool
 	slots   slotMap

@@ -177,7 +177,6 @@ func RunDriver(t *testing.T, newDriver New) {
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
 	})
-	t.Run("AStoppedMasterIsNotDialledInAStorm", func(t *testing.T) { stoppedMasterIsNotStormed(t, newDriver) })
 	t.Run("Subscription", func(t *testing.T) {
 		srv, ds := open(t, 1, newDriver)
 		assert.False(t, ds[0].Sharded(), "one master hears releases announced with PUBLISH")
