@@ -193,9 +193,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 3)
 			l, err := client(t, srv).TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
-			for _, s := range srv {
-				do(t, s, "DEL", stored("k"))
-			}
+			deleteHeld(t, "k", srv...)
 			return l.Extend(ctx, 5*time.Second)
 		},
 		want:   `redlock: lock lost: 3 of 3 masters no longer hold it`,
@@ -222,9 +220,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 3)
 			l, err := client(t, srv).TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
-			for _, s := range srv {
-				do(t, s, "DEL", stored("k"))
-			}
+			deleteHeld(t, "k", srv...)
 			return l.Release(ctx)
 		},
 		want:   `redlock: lock not held: no master still held it`,

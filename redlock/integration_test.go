@@ -56,6 +56,20 @@ func do(t *testing.T, s *redistest.Server, cmd string, args ...any) any {
 	return v
 }
 
+// deleteHeld deletes key's lock on each server, as an operator would, once
+// the server holds it. An attempt returns at quorum, so a master's grant may
+// still be on its way; a delete that ran before it would leave the key held.
+func deleteHeld(t *testing.T, key string, srv ...*redistest.Server) {
+	t.Helper()
+	for _, s := range srv {
+		require.Eventually(t, func() bool {
+			n, err := redis.Int(do(t, s, "EXISTS", stored(key)), nil)
+			return err == nil && n == 1
+		}, 2*time.Second, time.Millisecond, "%s never held %q", s.Addr(), key)
+		do(t, s, "DEL", stored(key))
+	}
+}
+
 func getString(t *testing.T, s *redistest.Server, key string) string {
 	t.Helper()
 	v, err := redis.String(do(t, s, "GET", stored(key)), nil)
@@ -246,9 +260,7 @@ func TestIntegration_DoLoss_CancelsFnBeforeUntil(t *testing.T) {
 	var cause error
 	start := time.Now()
 	err := c.Do(context.Background(), "k", time.Second, func(ctx context.Context) error {
-		for _, s := range srv { // an operator deletes the lock everywhere
-			do(t, s, "DEL", stored("k"))
-		}
+		deleteHeld(t, "k", srv...) // an operator deletes the lock everywhere
 		select {
 		case <-ctx.Done():
 			lostAt, cause = time.Now(), context.Cause(ctx)
@@ -517,9 +529,7 @@ func TestIntegration_RestartGuard(t *testing.T) {
 
 			require.NoError(t, srv[2].Kill())
 			require.NoError(t, srv[2].Restart(redistest.Ephemeral))
-			for _, s := range srv[3:] {
-				do(t, s, "DEL", stored("k"))
-			}
+			deleteHeld(t, "k", srv[3:]...)
 
 			// A node timeout a loaded machine meets on the restarted master's
 			// first call, which dials and reads its health.

@@ -167,11 +167,7 @@ func TestObserver_Lost_ReportedOnce(t *testing.T) {
 	rec := &recorder{}
 	c := client(t, srv, WithObserver(rec))
 	ctx := context.Background()
-	wipe := func(key string) {
-		for _, s := range srv {
-			do(t, s, "DEL", stored(key))
-		}
-	}
+	wipe := func(key string) { deleteHeld(t, key, srv...) }
 
 	l, err := c.TryLock(ctx, "k", 10*time.Second)
 	require.NoError(t, err)
@@ -537,9 +533,7 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	require.NotNil(t, second)
 	lc.watch(second)
 	require.Len(t, lc.of(KindHandOver), 1)
-	for _, s := range srv {
-		do(t, s, "DEL", stored("h"))
-	}
+	deleteHeld(t, "h", srv...)
 	require.ErrorIs(t, second.Extend(ctx, 10*time.Second), ErrLockLost)
 	require.Len(t, lc.of(KindLost), 1)
 
