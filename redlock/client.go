@@ -19,7 +19,7 @@ import (
 // for concurrent use. Close it when done.
 type Client struct {
 	nodes   []node
-	owned   []driver.Master // masters made by NewFromAddrs, closed by Close
+	owned   []driver.Master // the drivers, closed by Close
 	quorum  int
 	o       options
 	scripts *scripts.Set
@@ -42,7 +42,9 @@ type Client struct {
 // New returns a client over the given masters, each through its driver: a
 // pool.Redis for redigo, or an adapter of another client library. The
 // masters must be independent: not replicas of each other, and each listed
-// once. The drivers stay the caller's: Close does not close them.
+// once. The client takes the drivers: Close closes each of them, after what
+// the client owes the masters has run. When New returns an error, the
+// drivers stay the caller's.
 //
 // An odd number of masters is best: 4 masters tolerate one failure, as 3 do,
 // and 6 tolerate two, as 5 do.
@@ -73,6 +75,7 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 			&conditions{log: c.o.logger, node: p.Addr(), obs: c.o.observer})
 	}
 	c.attach(nodes)
+	c.owned = append([]driver.Master(nil), masters...)
 	return c, nil
 }
 
@@ -123,8 +126,8 @@ func (c *Client) attach(nodes []node) {
 }
 
 // NewFromAddrs returns a client over masters given as "host:port" or
-// redis:// and rediss:// URLs (see pool.New). The client owns these pools
-// and closes them in Close.
+// redis:// and rediss:// URLs (see pool.New), each through a pipelined
+// redigo driver that Close closes.
 func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, invalid("no nodes")
@@ -148,7 +151,6 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 		closeAll()
 		return nil, err
 	}
-	c.owned = pools
 	return c, nil
 }
 
@@ -159,8 +161,8 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 // returned at a quorum, and the roll-back of a failed attempt. Each master's
 // part of each of these is bounded by the node timeout, so Close waits about
 // one node timeout per operation still in flight (a few for an attempt in
-// the middle of its rounds), never without bound. Only then are the pools
-// made by NewFromAddrs closed.
+// the middle of its rounds), never without bound. Only then are the drivers
+// closed.
 //
 // Locks still held stay on the masters until their TTL runs out: release
 // them first. Close is safe beside any call in flight, and idempotent.
