@@ -56,6 +56,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 5)
 			_, err := client(t, srv[:3]).TryLock(ctx, "k", 10*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv[:3]...)
 			_, err = client(t, srv).TryLock(ctx, "k", 10*time.Second)
 			return err
 		},
@@ -205,6 +206,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 3)
 			l, err := client(t, srv).TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
 			for _, s := range srv[:2] {
 				require.NoError(t, s.Pause())
 				t.Cleanup(func() { s.Resume() })
@@ -233,6 +235,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			c := client(t, srv)
 			l, err := c.TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
 			for _, s := range srv[:2] {
 				require.NoError(t, s.Pause())
 			}

@@ -304,6 +304,7 @@ func TestObserver_Quarantine(t *testing.T) {
 	}
 	assert.Equal(t, []Outcome{OutcomeQuarantined, OutcomeQuarantined}, rec.outcomes(KindAttempt))
 	assert.GreaterOrEqual(t, rec.of(KindAttempt)[0].Votes.Abstained, 2)
+	require.NoError(t, c.Close()) // an attempt returns at quorum: Close waits for the last replies
 	for _, s := range srv {
 		assert.Equal(t, []string{"quarantined restarted"}, rec.masters(s.Addr()))
 	}
@@ -366,6 +367,7 @@ func TestObserver_Misconfigured(t *testing.T) {
 		require.ErrorIs(t, err, ErrMisconfigured)
 	}
 	assert.Equal(t, []Outcome{OutcomeMisconfigured, OutcomeMisconfigured}, rec.outcomes(KindAttempt))
+	require.NoError(t, c.Close()) // an attempt returns at quorum: Close waits for the last replies
 	for _, u := range urls {
 		addr := u[len("redis://app:secret@"):]
 		// INFO is denied too: the guard cannot read the master's state.
@@ -566,6 +568,8 @@ func TestObserver_Degraded(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, l.Release(context.Background()))
 			}
+			// Calls return at quorum: Close waits for the last master's replies.
+			require.NoError(t, c.Close())
 			for _, u := range urls {
 				assert.Equal(t, tc.events, rec.masters(u[len("redis://app:secret@"):]))
 			}
