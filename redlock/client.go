@@ -70,9 +70,8 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	for i, p := range masters {
 		names := c.names()
 		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
-		nodes[i] = newMaster(p, c.scripts, names, c.o.clock,
-			newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
-			&conditions{log: c.o.logger, node: p.Addr(), obs: c.o.observer})
+		nodes[i] = newMaster(p, c.scripts, names, c.o.clock, c.o.logger, c.o.observer,
+			func() *guard { return newGuard(&c.o, c.guardWindow) })
 	}
 	c.attach(nodes)
 	c.owned = append([]driver.Master(nil), masters...)

@@ -467,14 +467,18 @@ func (lc *lockCheck) Observe(ctx context.Context, ev Event) {
 	var held []string
 	for i, n := range lc.c.nodes {
 		m := n.(*master)
-		m.guards.by.Range(func(_, g any) bool {
-			if !free(&g.(*guard).mu) {
+		var srv []*server
+		if s := m.servers.own.Load(); s != nil {
+			srv = append(srv, s)
+		}
+		m.servers.by.Range(func(_, s any) bool { srv = append(srv, s.(*server)); return true })
+		for _, s := range srv {
+			if s.guard != nil && !free(&s.guard.mu) {
 				held = append(held, fmt.Sprintf("guard of master %d", i))
 			}
-			return true
-		})
-		if cond := m.conds.own.Load(); cond != nil && !free(&cond.mu) {
-			held = append(held, fmt.Sprintf("condition of master %d", i))
+			if !free(&s.cond.mu) {
+				held = append(held, fmt.Sprintf("condition of master %d", i))
+			}
 		}
 	}
 	if !free(&lc.c.hub.mu) {
