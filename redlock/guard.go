@@ -9,7 +9,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
 )
 

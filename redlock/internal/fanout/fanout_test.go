@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/quorumlock/quorumlock/clock"
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

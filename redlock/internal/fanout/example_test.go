@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 )
 
 func ExampleRun() {
