@@ -12,9 +12,12 @@
 // URL's pipeline parameter). Pipelined, the default, the calls share one
 // connection (or a few: WithPipelineConns): calls made at once go out in
 // one write, their replies are matched in order, and each call keeps its
-// own deadline; a connection on which a call timed out while the master
-// answered nothing takes no more calls and is replaced. Pooled, each call
-// takes a connection of its own from a redigo pool.
+// own deadline. A connection on which a call timed out while the master
+// answered nothing is silent: it keeps taking calls, which run in order if
+// the master comes back, and is replaced by one dial at a time, the dials
+// spaced by a backoff that grows from 0.5 s to 4 s while the master stays
+// silent, so that a stopped master is not dialled at every deadline.
+// Pooled, each call takes a connection of its own from a redigo pool.
 //
 // Start (driver.Starter) is Eval for a caller that does not wait: in the
 // pipelined mode, on a connection already open, the call is written from the

@@ -21,18 +21,22 @@ import (
 // stops waiting at once; its request keeps its place in the queue, so that
 // its reply, if it ever comes, is read and dropped and can never be taken
 // for another request's. If the master answered nothing on the connection
-// while the request waited, the master may be hung or the connection dead,
-// and the connection is poisoned: it takes no new request, the callers
-// already waiting on it keep waiting up to their own deadlines (a master
-// that is only slow still answers them), and it is closed and discarded
-// once none is left waiting. The next caller opens a new connection. If the
-// master did answer meanwhile, the request timed out queued behind others:
-// the master is busy, not hung, a new connection would queue the same, and
-// the connection stays. A request whose ctx is cancelled, rather than timed
-// out, also stops waiting and keeps its place, and does not poison the
-// connection: the master is not known to be late. A request that timed out
-// may still run on the master later: its commands may be in the master's
-// socket already, whatever is done with the connection.
+// while the request waited, the master may be hung or the connection dead:
+// the pipe is silent until a reply comes. A silent pipe still takes
+// requests, which queue behind the others and run, in order, if the master
+// comes back; its pipeline replaces it with a new connection only when a
+// dial is due (see connSlot.replace): one dial at a time, spaced by a
+// backoff while the master stays silent, so that a hung master is not
+// dialled at every deadline. A replaced pipe takes no new request, the
+// callers already waiting on it keep waiting up to their own deadlines (a
+// master that is only slow still answers them), and it is closed once none
+// is left waiting. If the master did answer meanwhile, the request timed
+// out queued behind others: the master is busy, not hung, and the pipe is
+// not silent. A request whose ctx is cancelled, rather than timed out, also
+// stops waiting and keeps its place, and says nothing of the master. A
+// request that timed out may still run on the master later: its commands
+// may be in the master's socket already, whatever is done with the
+// connection.
 //
 // Ordering: the commands of one request (the restart guard's questions and
 // the script) go out contiguously and are answered in one run, by the same
@@ -55,9 +59,10 @@ type pipe struct {
 	pl    *pipeline
 	write time.Duration // bounds a write made in the background
 
-	// accepting is false once the pipe is poisoned or has failed: it takes
-	// no new request. Read without the lock to pick a pipe.
-	accepting atomic.Bool
+	// accepting is false once the pipe is replaced or has failed: it takes
+	// no new request. silent mirrors silentSince being set. Both are read
+	// without the lock to pick a pipe.
+	accepting, silent atomic.Bool
 
 	mu      sync.Mutex
 	out     []byte // commands accepted and not yet written
@@ -73,7 +78,10 @@ type pipe struct {
 	head            int        // queue[head] is the next to be answered
 	waiting         int        // requests in the queue whose callers still wait
 	replies         uint64     // replies read so far
-	poisoned        bool       // a request timed out while the master answered nothing
+	// silentSince is when a request timed out while the master answered
+	// nothing on the connection; zero once a reply comes.
+	silentSince time.Time
+	replaced    bool // the pipeline took another connection in its place: closed once nobody waits
 	err             error      // the connection failed or was closed; every waiting caller has been told
 	// The started calls' deadlines: one timer, set for the earliest
 	// deadline of a started call in the queue (next), or stopped (next zero).
@@ -275,6 +283,10 @@ func (p *pipe) read() {
 			return
 		}
 		p.replies++
+		if !p.silentSince.IsZero() {
+			p.silentSince = time.Time{}
+			p.silent.Store(false)
+		}
 		q := p.queue[p.head]
 		q.vals = append(q.vals, v)
 		if len(q.vals) < q.want {
@@ -290,7 +302,7 @@ func (p *pipe) read() {
 				q.done <- struct{}{}
 			}
 		}
-		discard := p.poisoned && p.waiting == 0
+		discard := p.replaced && p.waiting == 0
 		p.notifying = notify != nil
 		p.mu.Unlock()
 		if notify != nil {
@@ -350,8 +362,8 @@ func (p *pipe) pop() {
 	}
 }
 
-// wait waits for q's replies, or for ctx to end. On a deadline it poisons
-// the pipe (see pipe), and discards it once no other caller waits on it.
+// wait waits for q's replies, or for ctx to end. On a deadline with no
+// reply meanwhile the pipe is silent (see pipe).
 func (p *pipe) wait(ctx context.Context, q *request) error {
 	select {
 	case <-q.done:
@@ -376,13 +388,9 @@ func (p *pipe) abandon(q *request, err error) {
 	q.abandoned = true
 	p.waiting--
 	if errors.Is(err, context.DeadlineExceeded) && p.replies == q.mark {
-		// Poisoned: the master answered nothing while the request waited.
-		// No new request goes on this connection; it is closed when no
-		// caller waits on it.
-		p.poisoned = true
-		p.accepting.Store(false)
+		p.markSilent()
 	}
-	discard := p.poisoned && p.waiting == 0 && p.err == nil
+	discard := p.replaced && p.waiting == 0 && p.err == nil
 	p.mu.Unlock()
 	if discard {
 		p.fail(errDiscarded)
@@ -403,8 +411,8 @@ func (p *pipe) arm(t time.Time) {
 
 // expireDue is the timer's: every started call whose deadline has passed
 // and whose reply is not in stops waiting, as a caller of wait would when
-// its ctx's deadline passes (see abandon, and pipe for the poisoning
-// rule), and is told so; the timer is set again for the earliest deadline
+// its ctx's deadline passes (see abandon, and pipe for when the pipe
+// falls silent), and is told so; the timer is set again for the earliest deadline
 // left. One timer per connection serves every started call on it, so that
 // none needs a timer, or a callback on its ctx, of its own.
 func (p *pipe) expireDue() {
@@ -429,8 +437,7 @@ func (p *pipe) expireDue() {
 		q.abandoned = true
 		p.waiting--
 		if p.replies == q.mark {
-			p.poisoned = true
-			p.accepting.Store(false)
+			p.markSilent()
 		}
 		due = append(due, q.notify)
 	}
@@ -438,11 +445,34 @@ func (p *pipe) expireDue() {
 	if !next.IsZero() {
 		p.arm(next)
 	}
-	discard := p.poisoned && p.waiting == 0
+	discard := p.replaced && p.waiting == 0
 	p.mu.Unlock()
 	for _, n := range due {
 		n.expired()
 	}
+	if discard {
+		p.fail(errDiscarded)
+	}
+}
+
+// markSilent notes that a request timed out while the master answered
+// nothing on the connection. The caller holds p.mu.
+func (p *pipe) markSilent() {
+	if p.silentSince.IsZero() {
+		p.silentSince = time.Now()
+		p.silent.Store(true)
+	}
+}
+
+// retire stops the pipe taking requests, once the pipeline has another
+// connection in its place, and closes it now if nobody waits on it, or
+// else when the last caller stops waiting.
+func (p *pipe) retire() {
+	p.mu.Lock()
+	p.replaced = true
+	p.accepting.Store(false)
+	discard := p.waiting == 0 && p.err == nil
+	p.mu.Unlock()
 	if discard {
 		p.fail(errDiscarded)
 	}
@@ -490,7 +520,7 @@ type notifier interface {
 }
 
 // lost reports that the pipe ended because the connection dropped (the
-// master closed it, or restarted), not because it was poisoned or closed
+// master closed it, or restarted), not because it was replaced or closed
 // here.
 func (p *pipe) lost() bool {
 	p.mu.Lock()

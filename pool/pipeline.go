@@ -14,7 +14,7 @@ import (
 
 // pipeline is the pipelined mode of a Redis: Eval's calls share a fixed
 // number of connections (pipes), opened when first needed and replaced when
-// they fail or are poisoned (see pipe).
+// they fail, or when they fall silent and a dial is due (see pipe).
 type pipeline struct {
 	r     *Redis
 	write time.Duration // the write timeout
@@ -34,6 +34,38 @@ type connSlot struct {
 	mu      sync.Mutex
 	p       *pipe
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
+	// Replacing a silent pipe: the last such dial, and how long after it
+	// the next may go (see replace).
+	dialedAt time.Time
+	backoff  time.Duration
+}
+
+// Spacing of the dials that replace a silent pipe. The first goes at once;
+// while the master stays silent, each waits twice as long as the one
+// before, up to maxSilentBackoff. Dials further apart than resetSilentAfter
+// start again from the first.
+const (
+	minSilentBackoff = 500 * time.Millisecond
+	maxSilentBackoff = 4 * time.Second
+	resetSilentAfter = 2 * maxSilentBackoff
+)
+
+// replace reports whether the slot's silent pipe is to be replaced now,
+// and then counts the dial. The caller holds s.mu. Until a dial is due the
+// silent pipe keeps taking requests: they run, in order, if the master
+// comes back, and a hung master is not dialled at every deadline.
+func (s *connSlot) replace(now time.Time) bool {
+	since := now.Sub(s.dialedAt)
+	switch {
+	case s.dialedAt.IsZero() || since >= resetSilentAfter:
+		s.backoff = minSilentBackoff
+	case since < s.backoff:
+		return false
+	default:
+		s.backoff = min(2*s.backoff, maxSilentBackoff)
+	}
+	s.dialedAt = now
+	return true
 }
 
 func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
@@ -50,9 +82,10 @@ func (pl *pipeline) slot() *connSlot {
 	return &pl.slots[int(pl.next.Add(1)%uint32(len(pl.slots)))]
 }
 
-// open returns the slot's pipe if it is open and taking requests, or nil.
+// open returns the slot's pipe if it is taking requests and not silent, or
+// nil.
 func (s *connSlot) open() *pipe {
-	if p := s.cur.Load(); p != nil && p.accepting.Load() {
+	if p := s.cur.Load(); p != nil && p.accepting.Load() && !p.silent.Load() {
 		return p
 	}
 	return nil
@@ -63,9 +96,10 @@ func (s *connSlot) open() *pipe {
 const maxPipeWaits = 8
 
 // get returns a pipe that takes requests, opening one in the slot's place
-// when its pipe has failed or is poisoned. One caller dials; the others
-// wait for it within their ctx. lost reports that a pipe was replaced
-// because its connection had dropped.
+// when its pipe has failed, or has fallen silent and a dial is due (see
+// connSlot.replace). One caller dials; the others wait for it within their
+// ctx, or, while a silent pipe is still open, go on it. lost reports that
+// a pipe was replaced because its connection had dropped.
 func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	s := pl.slot()
 	if p := s.open(); p != nil {
@@ -73,13 +107,14 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	}
 	for range maxPipeWaits {
 		s.mu.Lock()
-		if p := s.p; p != nil && p.accepting.Load() {
+		old := s.p
+		if old != nil && old.accepting.Load() && (!old.silent.Load() || s.dialing != nil || !s.replace(time.Now())) {
 			s.mu.Unlock()
-			return p, lost, nil
+			return old, lost, nil
 		}
-		if s.p != nil {
-			lost = lost || s.p.lost()
-			s.p = nil
+		if old != nil && !old.accepting.Load() {
+			lost = lost || old.lost()
+			s.p, old = nil, nil
 			s.cur.Store(nil)
 		}
 		if ch := s.dialing; ch != nil {
@@ -104,6 +139,12 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		}
 		s.mu.Unlock()
 		close(ch)
+		switch {
+		case err == nil && old != nil:
+			old.retire()
+		case err != nil && old != nil && old.accepting.Load():
+			return old, lost, nil // the silent pipe is still open: the call goes on it
+		}
 		return p, lost, err
 	}
 	return nil, lost, errors.New("pool: no connection: dials by other calls kept failing")

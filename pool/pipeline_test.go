@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -364,6 +365,62 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 		rep, err := w.within(p, waitLimit, echoCall("last"))
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "last"))
+	})
+}
+
+// connectionsReceived returns how many connections the server has accepted
+// since it started, the one asking included.
+func connectionsReceived(t *testing.T, addr string) int {
+	t.Helper()
+	c, err := redis.Dial("tcp", addr, redis.DialReadTimeout(waitLimit))
+	require.NoError(t, err)
+	defer c.Close()
+	info, err := redis.String(c.Do("INFO", "stats"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("INFO stats has no total_connections_received")
+	return 0
+}
+
+// A master stopped for 2 s while 16 goroutines keep calling with a 50 ms
+// deadline: the silent connection keeps taking their calls, and it is
+// replaced by one dial at a time, spaced by a growing backoff, not at every
+// deadline. The connections the server accepts, those it had queued while
+// stopped included, are counted once it runs again.
+func TestPipeline_StoppedMaster_DialsSpacedOut(t *testing.T) {
+	bothWays(t, func(t *testing.T, w way) {
+		const goroutines, nodeTimeout, stopped = 16, 50 * time.Millisecond, 2 * time.Second
+		srv := startRedis(t)
+		p := newPipelined(t, srv.Addr())
+		_, err := w.within(p, waitLimit, echoCall("warm"))
+		require.NoError(t, err)
+		before := connectionsReceived(t, srv.Addr())
+
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := 0; i < 100000 && !stop.Load(); i++ { // bounded in count; stop bounds it in time
+					w.within(p, nodeTimeout, echoCall(fmt.Sprintf("%d.%d", g, i)))
+				}
+			})
+		}
+		require.NoError(t, srv.Pause())
+		time.Sleep(stopped)
+		stop.Store(true)
+		wg.Wait()
+		require.NoError(t, srv.Resume())
+		_, err = w.within(p, waitLimit, echoCall("after"))
+		require.NoError(t, err, "calls succeed again after the resume")
+		opened := connectionsReceived(t, srv.Addr()) - before - 1 // less the one asking
+		t.Logf("%d connections opened over a %v stop", opened, stopped)
+		assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
 	})
 }
 
