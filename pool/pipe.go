@@ -81,8 +81,8 @@ type pipe struct {
 	// silentSince is when a request timed out while the master answered
 	// nothing on the connection; zero once a reply comes.
 	silentSince time.Time
-	replaced    bool // the pipeline took another connection in its place: closed once nobody waits
-	err             error      // the connection failed or was closed; every waiting caller has been told
+	replaced    bool  // the pipeline took another connection in its place: closed once nobody waits
+	err         error // the connection failed or was closed; every waiting caller has been told
 	// The started calls' deadlines: one timer, set for the earliest
 	// deadline of a started call in the queue (next), or stopped (next zero).
 	timer *time.Timer
