@@ -10,8 +10,8 @@ import (
 
 	"github.com/quorumlock/quorumlock/driver"
 	goredisdriver "github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -31,7 +31,7 @@ func standaloneNodes(addrs []string) []lockNode {
 	return ns
 }
 
-// url is the node as pool.Open takes it: the address, or a
+// url is the node as redigo.Open takes it: the address, or a
 // redis+cluster:// URL listing the seeds.
 func (n lockNode) url() string {
 	if n.cluster {
@@ -42,7 +42,7 @@ func (n lockNode) url() string {
 
 // nodeNames are the contenders newNodeContender makes on standalone
 // masters and on clusters alike, in table order. quorumlock pipelined is
-// not among them: pool.NewCluster's node pools take the pooled mode
+// not among them: redigo.NewCluster's node pools take the pooled mode
 // whatever the options say, so on clusters the library runs pooled, and
 // quorumlock-pooled is its measure on both.
 func nodeNames() []string {
@@ -52,8 +52,8 @@ func nodeNames() []string {
 // newNodeContender returns the named contender over nodes, its commands
 // counted in sent, closed with the test:
 //
-//   - quorumlock, quorumlock-pooled: the library over pool.Open, pipelined
-//     or pooled: a pool.Redis for a master, a pool.Cluster for a
+//   - quorumlock, quorumlock-pooled: the library over redigo.Open, pipelined
+//     or pooled: a redigo.Redis for a master, a redigo.Cluster for a
 //     redis+cluster:// URL (whose node pools are pooled either way);
 //   - quorumlock-goredis: the library over the go-redis adapter, with a
 //     *goredis.Client per master or a *goredis.ClusterClient per cluster;
@@ -91,7 +91,7 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 		)
 		switch name {
 		case "quorumlock", "quorumlock-pooled":
-			m, err = pool.Open(n.url(), pool.WithPipeline(name == "quorumlock"))
+			m, err = redigo.Open(n.url(), redigo.WithPipeline(name == "quorumlock"))
 			if err == nil {
 				m = counted(m, sent)
 			}

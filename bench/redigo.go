@@ -8,7 +8,7 @@ import (
 )
 
 // NewRedigoPool returns a redigo pool to one master with the same settings
-// as quorumlock's pool.New defaults, so that every contender pays the same
+// as quorumlock's redigo.New defaults, so that every contender pays the same
 // for connections: 1 s dial, read and write timeouts, 64 idle connections,
 // no cap on active ones.
 func NewRedigoPool(addr string) *redis.Pool {

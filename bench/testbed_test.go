@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -56,13 +56,13 @@ func startTestbed(tb testing.TB) *testbed {
 	return c
 }
 
-// newPools returns a pool.Redis per address, in the pipelined or the
+// newPools returns a redigo.Redis per address, in the pipelined or the
 // pooled mode, closed with the test.
-func newPools(tb testing.TB, addrs []string, pipelined bool) []*pool.Redis {
+func newPools(tb testing.TB, addrs []string, pipelined bool) []*redigo.Redis {
 	tb.Helper()
-	ps := make([]*pool.Redis, len(addrs))
+	ps := make([]*redigo.Redis, len(addrs))
 	for i, a := range addrs {
-		p, err := pool.New(a, pool.WithPipeline(pipelined))
+		p, err := redigo.New(a, redigo.WithPipeline(pipelined))
 		require.NoError(tb, err)
 		tb.Cleanup(func() { p.Close() })
 		ps[i] = p
@@ -181,7 +181,7 @@ func allNames() []string {
 }
 
 // contenders returns the named contenders over addrs, in the order given:
-// the library pipelined and pooled (pool.New's default); the library over
+// the library pipelined and pooled (redigo.New's default); the library over
 // the go-redis adapter, and over the rueidis adapter as it comes (the
 // restart guard's questions with every call) and with its dials counted
 // (the questions only on a new connection); redsync as it comes, with

@@ -11,7 +11,7 @@ import (
 
 	"github.com/quorumlock/quorumlock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -40,7 +40,7 @@ type Client struct {
 }
 
 // New returns a client over the given masters, each through its driver: a
-// pool.Redis for redigo, or an adapter of another client library. The
+// redigo.Redis for redigo, or an adapter of another client library. The
 // masters must be independent: not replicas of each other, and each listed
 // once. The client takes the drivers: Close closes each of them, after what
 // the client owes the masters has run. When New returns an error, the
@@ -126,7 +126,7 @@ func (c *Client) attach(nodes []node) {
 }
 
 // NewFromAddrs returns a client over masters given as "host:port" or
-// redis:// and rediss:// URLs (see pool.New), each through a pipelined
+// redis:// and rediss:// URLs (see redigo.New), each through a pipelined
 // redigo driver that Close closes.
 func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
@@ -139,7 +139,7 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 		}
 	}
 	for i, a := range addrs {
-		p, err := pool.Open(a)
+		p, err := redigo.Open(a)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalid, i, err)

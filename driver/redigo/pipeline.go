@@ -1,0 +1,327 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// pipeline is the pipelined mode of a Redis: Eval's calls share a fixed
+// number of connections (pipes), opened when first needed and replaced when
+// they fail or are poisoned (see pipe).
+type pipeline struct {
+	r     *Redis
+	write time.Duration // the write timeout
+	slots []connSlot
+	next  atomic.Uint32 // round robin over the slots
+	reqs  sync.Pool     // *request, reused once answered
+
+	mu     sync.Mutex
+	open   map[*pipe]struct{} // every pipe not yet failed, replaced ones included
+	closed bool
+	bg     sync.WaitGroup // the pipes' readers and background writers
+}
+
+// connSlot holds one of the shared connections.
+type connSlot struct {
+	cur     atomic.Pointer[pipe] // p, read without the lock
+	mu      sync.Mutex
+	p       *pipe
+	dialing chan struct{} // closed when the dial under way ends; nil when none is
+}
+
+func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
+	pl := &pipeline{r: r, write: write, slots: make([]connSlot, conns), open: map[*pipe]struct{}{}}
+	pl.reqs.New = func() any { return &request{done: make(chan struct{}, 1)} }
+	return pl
+}
+
+// slot returns the next slot, round robin.
+func (pl *pipeline) slot() *connSlot {
+	if len(pl.slots) == 1 {
+		return &pl.slots[0]
+	}
+	return &pl.slots[int(pl.next.Add(1)%uint32(len(pl.slots)))]
+}
+
+// open returns the slot's pipe if it is open and taking requests, or nil.
+func (s *connSlot) open() *pipe {
+	if p := s.cur.Load(); p != nil && p.accepting.Load() {
+		return p
+	}
+	return nil
+}
+
+// maxPipeWaits bounds how many dials of other callers a caller waits for
+// before it gives up on getting a pipe.
+const maxPipeWaits = 8
+
+// get returns a pipe that takes requests, opening one in the slot's place
+// when its pipe has failed or is poisoned. One caller dials; the others
+// wait for it within their ctx. lost reports that a pipe was replaced
+// because its connection had dropped.
+func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
+	s := pl.slot()
+	if p := s.open(); p != nil {
+		return p, false, nil
+	}
+	for range maxPipeWaits {
+		s.mu.Lock()
+		if p := s.p; p != nil && p.accepting.Load() {
+			s.mu.Unlock()
+			return p, lost, nil
+		}
+		if s.p != nil {
+			lost = lost || s.p.lost()
+			s.p = nil
+			s.cur.Store(nil)
+		}
+		if ch := s.dialing; ch != nil {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, lost, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		s.dialing = ch
+		s.mu.Unlock()
+
+		p, err := pl.dial(ctx)
+		s.mu.Lock()
+		s.dialing = nil
+		if err == nil {
+			s.p = p
+			s.cur.Store(p)
+		}
+		s.mu.Unlock()
+		close(ch)
+		return p, lost, err
+	}
+	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
+}
+
+// dial opens a pipe: the same dial as the pooled mode's, which counts in
+// Dials, then the network connection under it is taken over.
+func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
+	var nc net.Conn
+	if _, err := pl.r.dialNet(ctx, &nc); err != nil {
+		return nil, err
+	}
+	// The redigo connection is dropped unused: AUTH and SELECT were
+	// answered, so its buffers hold nothing. Its deadlines go.
+	nc.SetDeadline(time.Time{})
+	p := newPipe(pl, nc, pl.write)
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		nc.Close()
+		return nil, errClosed
+	}
+	pl.open[p] = struct{}{}
+	pl.bg.Add(1)
+	pl.mu.Unlock()
+	go p.read()
+	return p, nil
+}
+
+// forget drops a pipe that failed.
+func (pl *pipeline) forget(p *pipe) {
+	pl.mu.Lock()
+	delete(pl.open, p)
+	pl.mu.Unlock()
+}
+
+// close fails every pipe and waits for their goroutines.
+func (pl *pipeline) close() {
+	pl.mu.Lock()
+	pl.closed = true
+	open := make([]*pipe, 0, len(pl.open))
+	for p := range pl.open {
+		open = append(open, p)
+	}
+	pl.mu.Unlock()
+	for _, p := range open {
+		p.fail(errClosed)
+	}
+	pl.bg.Wait()
+}
+
+func (pl *pipeline) request() *request {
+	q := pl.reqs.Get().(*request)
+	q.buf, q.vals = q.buf[:0], q.vals[:0]
+	return q
+}
+
+// recycle keeps an answered request for reuse. An abandoned one is never
+// recycled: its reply may still come.
+func (pl *pipeline) recycle(q *request) {
+	clear(q.vals)
+	q.err, q.notify, q.expires = nil, nil, time.Time{}
+	q.queued, q.complete, q.abandoned = false, false, false
+	q.started = started{}
+	if cap(q.buf) > maxBufferKept {
+		q.buf = nil
+	}
+	pl.reqs.Put(q)
+}
+
+// maxPipeTries bounds the tries of one Eval in the pipelined mode: a
+// connection that dropped is replaced and the call sent again, as in the
+// pooled mode, and a pipe that stopped taking requests between being
+// picked and being used is passed over.
+const maxPipeTries = 4
+
+// evalPipelined is Eval in the pipelined mode.
+func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	var rep driver.Reply
+	if _, ok := ctx.Deadline(); !ok && r.readTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.readTimeout)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	deadline, _ := ctx.Deadline()
+	err := errNotSent
+	for try := 0; try < maxPipeTries; try++ {
+		p, lost, gerr := r.pl.get(ctx)
+		rep.Lost = rep.Lost || lost
+		if gerr != nil {
+			return rep, gerr
+		}
+		// Read once the pipe is in hand, so that one just opened counts.
+		rep.Dials = r.dials.Load()
+		var check *driver.Check
+		if call.Check != nil {
+			check = call.Check("")
+		}
+		asked := check.Due(rep.Dials)
+		var v any
+		v, rep.Answers, err = r.pl.evalOn(ctx, p, call, check, asked, deadline)
+		switch {
+		case err == errNotSent:
+			continue
+		case err != nil && stale(err) && ctx.Err() == nil:
+			rep.Lost = true
+			continue
+		case err != nil:
+			return rep, err
+		}
+		rep.Value = v
+		return rep, nil
+	}
+	if err == errNotSent {
+		err = errors.New("redigo: no connection took the call")
+	}
+	return rep, err
+}
+
+// evalOn runs call on p: the check's questions, when asked, and EVALSHA in
+// one unit, then EVAL on the same pipe if the master has not cached the
+// script. errNotSent means that nothing was run and the call may go
+// elsewhere.
+func (pl *pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
+	q := pl.request()
+	hint := q.encode(call, check, asked)
+	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
+		return nil, nil, err
+	}
+	v, answers := q.split(asked)
+	pl.recycle(q)
+	if noScript(v) {
+		return pl.evalSource(ctx, p, call, hint, answers, deadline)
+	}
+	v, err := replyOrError(v)
+	return v, answers, err
+}
+
+// encode puts call's commands in q: the check's questions when asked, then
+// EVALSHA. It returns the hint sent, if the script takes one.
+func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (hint string) {
+	hint = call.Hint(check, asked)
+	q.want = 1
+	if asked {
+		questions := check.Commands()
+		for _, w := range questions {
+			q.buf = appendCommand(q.buf, w)
+		}
+		q.want += len(questions)
+	}
+	q.buf = appendEval(q.buf, call, hint, false)
+	return hint
+}
+
+// split returns the script's reply of a request that encode filled, and the
+// answers to the check's questions when asked (a copy: q may be recycled).
+func (q *request) split(asked bool) (v any, answers []any) {
+	if asked {
+		answers = append([]any(nil), q.vals[:len(q.vals)-1]...)
+	}
+	return q.vals[len(q.vals)-1], answers
+}
+
+// noScript reports the reply of a master that has not cached the script.
+func noScript(v any) bool {
+	e, ok := v.(driver.Error)
+	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
+}
+
+// evalSource runs call by its source (EVAL) on p, after the master answered
+// EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
+// server the answers describe.
+func (pl *pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
+	q := pl.request()
+	q.want = 1
+	q.buf = appendEval(q.buf, call, hint, true)
+	vals, err := pl.roundTrip(ctx, p, q, deadline)
+	if err != nil {
+		return nil, answers, err
+	}
+	v := vals[0]
+	pl.recycle(q)
+	v, err = replyOrError(v)
+	return v, answers, err
+}
+
+// replyOrError returns an error reply as the error.
+func replyOrError(v any) (any, error) {
+	if e, ok := v.(driver.Error); ok {
+		return nil, unauthenticated(e)
+	}
+	return v, nil
+}
+
+// roundTrip sends q on p and waits for its replies. q is the caller's to
+// recycle after a nil error; after an error it is either recycled here or,
+// abandoned, left to the collector.
+func (pl *pipeline) roundTrip(ctx context.Context, p *pipe, q *request, deadline time.Time) ([]any, error) {
+	if !p.send(q, deadline) {
+		pl.recycle(q)
+		return nil, errNotSent
+	}
+	if err := p.wait(ctx, q); err != nil {
+		return nil, err
+	}
+	if q.err != nil {
+		err := q.err
+		pl.recycle(q)
+		return nil, err
+	}
+	return q.vals, nil
+}
+
+// netTimeout reports an error of a deadline that passed on a connection.
+func netTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
