@@ -64,7 +64,7 @@ func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
 }
 
 // NewPipelinedFloor is NewFloor over the library's pipelined connections
-// (redigo.Redis in its pipelined mode), one per master: the same client code,
+// (redigo.Redis), one per master: the same client code,
 // with the commands of concurrent operations sharing one connection per
 // master. Close closes them.
 func NewPipelinedFloor(masters []*redigo.Redis, timeout, ttl time.Duration) (*Floor, error) {

@@ -263,7 +263,7 @@ func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
 }
 
 // ObservedPool is a quorumlock driver whose acquire scripts are reported to
-// an Observer. Its subscriptions are the wrapped pool's, unobserved.
+// an Observer. Its subscriptions are the wrapped driver's, unobserved.
 type ObservedPool struct {
 	P *redigo.Redis
 	O *Observer

@@ -65,10 +65,10 @@ func TestAuth_RightCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPool(t, tt.addr, tt.opts...)
-			me, err := redis.String(do(testCtx(t), p, "ACL", "WHOAMI"))
+			me, err := redis.String(p.Do(testCtx(t), "ACL", "WHOAMI"))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantMe, me)
-			assert.EqualValues(t, 1, p.Dials())
+			assert.EqualValues(t, 1, redigo.Dials(p))
 		})
 	}
 }
@@ -90,16 +90,15 @@ func TestAuth_WrongCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPool(t, tt.addr, tt.opts...)
 			ctx := testCtx(t)
-			conn, err := p.Get(ctx)
-			require.Error(t, err, "AUTH runs while dialling, so Get fails")
-			assert.Nil(t, conn)
+			_, err := p.Do(ctx, "PING")
+			require.Error(t, err, "AUTH runs while dialling, so the call fails")
 			assert.Contains(t, err.Error(), "WRONGPASS")
 			assert.NotContains(t, err.Error(), tt.secret)
 
-			_, err = p.Dial(ctx)
+			_, err = redigo.Dial(ctx, p)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "WRONGPASS")
-			assert.Zero(t, p.Dials(), "a dial that failed AUTH is not counted")
+			assert.Zero(t, redigo.Dials(p), "a dial that failed AUTH is not counted")
 		})
 	}
 }
@@ -131,7 +130,7 @@ func TestAuth_RequirepassOnly(t *testing.T) {
 	assert.Equal(t, "PONG", mustDo(t, ok, "PING"))
 
 	bad := newPool(t, addr, redigo.WithAuth("", "nope-Pw7"))
-	_, err := bad.Get(testCtx(t))
+	_, err := bad.Do(testCtx(t), "PING")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "nope-Pw7")
 }

@@ -1,7 +1,6 @@
 package redigo
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,7 +18,7 @@ var errClusterClosed = errors.New("redigo: cluster closed")
 
 // Cluster is one Redis Cluster as one master of the lock: a driver (see
 // package driver) that runs each script on the master owning its keys' hash
-// slot, over a redigo pool per master.
+// slot, over a Redis per master.
 //
 // It learns which master owns which slot from CLUSTER SLOTS, asked of a
 // known node on first use, and again after a MOVED reply or a connection
@@ -35,7 +34,7 @@ var errClusterClosed = errors.New("redigo: cluster closed")
 type Cluster struct {
 	name     string   // for Addr: the seeds
 	seeds    []string // host:port
-	nodeOpts []Option // every node's pool is New(addr, nodeOpts...)
+	nodeOpts []Option // every node's driver is New(addr, nodeOpts...)
 
 	slots      atomic.Pointer[slotMap]
 	stale      atomic.Bool   // a call saw a connection fail: read the map again
@@ -49,7 +48,7 @@ type Cluster struct {
 // NewCluster returns a driver for the Redis Cluster that the seeds belong
 // to. Each seed is a node's "host:port" or a redis:// or rediss:// URL, as
 // New takes them; the settings of the first (user, password, TLS, timeouts,
-// pool sizes) and opts apply to every node of the cluster, and a database
+// connections) and opts apply to every node of the cluster, and a database
 // other than 0 is refused, as a cluster has only that one. Like New,
 // NewCluster does not connect: the first call reads the slot map from a
 // seed.
@@ -79,17 +78,13 @@ func NewCluster(seeds []string, opts ...Option) (*Cluster, error) {
 	return c, nil
 }
 
-// nodeOptions returns the options that give a node's pool the settings of
+// nodeOptions returns the options that give a node's driver the settings of
 // cfg, whatever node it is for.
 func nodeOptions(cfg config) []Option {
 	opts := []Option{
 		WithDialTimeout(cfg.dialTimeout),
 		WithReadTimeout(cfg.readTimeout),
 		WithWriteTimeout(cfg.writeTimeout),
-		WithMaxIdle(cfg.maxIdle),
-		WithMaxActive(cfg.maxActive),
-		WithIdleTimeout(cfg.idleTimeout),
-		WithPipeline(cfg.pipeline),
 		WithPipelineConns(cfg.pipeConns),
 	}
 	if cfg.password != "" {
@@ -111,9 +106,9 @@ func (c *Cluster) Addr() string { return c.name }
 // SSUBSCRIBE.
 func (c *Cluster) Sharded() bool { return true }
 
-// node returns the pool to the node at addr ("host:port"), made on first
-// use. Pools are kept until Close, so a node's dial count (Reply.Dials) lives
-// as long as the driver.
+// node returns the driver of the node at addr ("host:port"), made on first
+// use. Drivers are kept until Close, so a node's dial count (Reply.Dials)
+// lives as long as the Cluster.
 func (c *Cluster) node(addr string) (*Redis, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,22 +126,8 @@ func (c *Cluster) node(addr string) (*Redis, error) {
 	return n, nil
 }
 
-// Node returns the pool to the cluster node at addr ("host:port"), opening
-// one with the cluster's settings if the driver has none yet.
-func (c *Cluster) Node(addr string) (*Redis, error) { return c.node(addr) }
-
-// MasterOf returns the address of the master that owns key's hash slot, as
-// the driver's slot map says, reading the map within ctx if it has none.
-func (c *Cluster) MasterOf(ctx context.Context, key string) (string, error) {
-	m, err := c.current(ctx)
-	if err != nil {
-		return "", err
-	}
-	return m.ownerOf(key)
-}
-
-// Close closes every node's pool. Calls after it fail; connections in use
-// are closed when given back.
+// Close closes every node's driver. Calls waiting on them return an error
+// at once, and calls after it fail.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
-
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/slot"
@@ -84,7 +81,7 @@ var _ driver.Starter = (*Cluster)(nil)
 
 // Start runs call as Eval does and hands what Eval would return to done
 // (see driver.Starter). When the slot map is current and names the master
-// of the call's slot, the call is started on that master's pool (see
+// of the call's slot, the call is started on that master's driver (see
 // Redis.Start); otherwise, or when the master redirects it (MOVED, ASK: the
 // script did not run), a goroutine runs it as Eval does.
 func (c *Cluster) Start(ctx context.Context, call driver.Call, done driver.Done) {
@@ -150,79 +147,16 @@ func (c *Cluster) evalAt(ctx context.Context, addr string, call driver.Call, ask
 	if err != nil {
 		return driver.Reply{Server: addr}, err
 	}
+	at := call
+	if call.Check != nil {
+		at.Check = func(string) *driver.Check { return call.Check(addr) }
+	}
 	var rep driver.Reply
 	if asking {
-		rep, err = evalAsking(ctx, n, addr, call)
+		rep, err = n.pl.EvalAsking(ctx, at)
 	} else {
-		at := call
-		if call.Check != nil {
-			at.Check = func(string) *driver.Check { return call.Check(addr) }
-		}
 		rep, err = n.Eval(ctx, at)
 	}
 	rep.Server = addr
 	return rep, err
-}
-
-// evalAsking runs the call on a node importing the call's slot: the check's
-// questions, then ASKING, then the script by its source, as the node may not
-// have it cached and ASKING holds for one command only. A migration is short
-// and rare, so a connection that turns out dead is not replaced here.
-func evalAsking(ctx context.Context, n *Redis, addr string, call driver.Call) (driver.Reply, error) {
-	rep := driver.Reply{Server: addr}
-	timeout := n.readTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return rep, context.DeadlineExceeded
-		}
-	}
-	conn, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return rep, err
-	}
-	defer conn.Close()
-	rep.Dials = n.dials.Load()
-	var check *driver.Check
-	if call.Check != nil {
-		check = call.Check(addr)
-	}
-	asked := check.Due(rep.Dials)
-	args := evalArgs(call, check, asked)
-	args[0] = call.Script.Src
-	var questions [][]string
-	if asked {
-		questions = check.Commands()
-	}
-	for _, q := range questions {
-		qa := make([]any, len(q)-1)
-		for i, a := range q[1:] {
-			qa[i] = a
-		}
-		conn.Send(q[0], qa...)
-	}
-	conn.Send("ASKING")
-	conn.Send("EVAL", args...)
-	all, err := redis.Values(redis.DoWithTimeout(conn, timeout, ""))
-	if err != nil {
-		return rep, serverError(err)
-	}
-	if len(all) != len(questions)+2 {
-		return rep, fmt.Errorf("pipeline: %d replies, want %d", len(all), len(questions)+2)
-	}
-	if asked {
-		rep.Answers = make([]any, len(questions))
-		for i := range questions {
-			rep.Answers[i] = neutral(all[i])
-		}
-	}
-	if e, ok := all[len(questions)].(redis.Error); ok {
-		return rep, driver.Error(e)
-	}
-	v := all[len(questions)+1]
-	if e, ok := v.(redis.Error); ok {
-		return rep, driver.Error(e)
-	}
-	rep.Value = neutral(v)
-	return rep, nil
 }

@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
@@ -96,32 +95,27 @@ func (c *Cluster) readSlots(ctx context.Context, addr string) (*slotMap, error) 
 		return nil, err
 	}
 	var v any
-	for try := 0; try < 2; try++ { // a pooled connection may have died
-		var conn redis.Conn
-		if conn, err = n.Get(ctx); err != nil {
-			return nil, err
-		}
-		v, err = redis.DoContext(conn, ctx, "CLUSTER", "SLOTS")
-		conn.Close()
-		if err == nil || !stale(err) {
+	for try := 0; try < 2; try++ { // a connection may have died since its last call
+		v, err = n.pl.Do(ctx, "CLUSTER", "SLOTS")
+		if err == nil || !pipeline.Stale(err) {
 			break
 		}
 	}
 	if err != nil {
-		return nil, serverError(err)
+		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	return parseSlots(v, host)
 }
 
-// parseSlots reads a CLUSTER SLOTS reply: per range of slots, its first and
-// last slot, then its master as [endpoint, port, id, ...], then replicas.
-// An endpoint that is empty or "?" (unknown) is the host the reply came
-// from.
+// parseSlots reads a CLUSTER SLOTS reply, in the driver's neutral form: per
+// range of slots, its first and last slot, then its master as [endpoint,
+// port, id, ...], then replicas. An endpoint that is empty or "?" (unknown)
+// is the host the reply came from.
 func parseSlots(v any, host string) (*slotMap, error) {
-	ranges, err := redis.Values(v, nil)
-	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
+	ranges, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("CLUSTER SLOTS: reply %v is not an array", v)
 	}
 	m := &slotMap{owner: make([]int16, slot.Count)}
 	for i := range m.owner {
@@ -129,25 +123,25 @@ func parseSlots(v any, host string) (*slotMap, error) {
 	}
 	index := map[string]int16{}
 	for _, r := range ranges {
-		f, err := redis.Values(r, nil)
-		if err != nil || len(f) < 3 {
+		f, ok := r.([]any)
+		if !ok || len(f) < 3 {
 			return nil, fmt.Errorf("CLUSTER SLOTS: malformed range %v", r)
 		}
-		lo, err1 := redis.Int(f[0], nil)
-		hi, err2 := redis.Int(f[1], nil)
-		master, err3 := redis.Values(f[2], nil)
-		if err1 != nil || err2 != nil || err3 != nil || lo < 0 || hi < lo || hi >= slot.Count || len(master) < 2 {
+		lo, ok1 := f[0].(int64)
+		hi, ok2 := f[1].(int64)
+		master, ok3 := f[2].([]any)
+		if !ok1 || !ok2 || !ok3 || lo < 0 || hi < lo || hi >= slot.Count || len(master) < 2 {
 			return nil, fmt.Errorf("CLUSTER SLOTS: malformed range %v", r)
 		}
-		ep, err1 := redis.String(master[0], nil)
-		port, err2 := redis.Int(master[1], nil)
-		if err1 != nil || err2 != nil || port <= 0 || port > 65535 {
+		ep, ok1 := master[0].(string)
+		port, ok2 := master[1].(int64)
+		if !ok1 || !ok2 || port <= 0 || port > 65535 {
 			return nil, fmt.Errorf("CLUSTER SLOTS: malformed master %v", master)
 		}
 		if ep == "" || ep == "?" {
 			ep = host
 		}
-		addr := net.JoinHostPort(ep, strconv.Itoa(port))
+		addr := net.JoinHostPort(ep, strconv.FormatInt(port, 10))
 		idx, ok := index[addr]
 		if !ok {
 			idx = int16(len(m.masters))

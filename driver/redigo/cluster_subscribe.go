@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 	"github.com/quorumlock/quorumlock/internal/shardsub"
 )
 
@@ -47,11 +48,11 @@ func (s clusterShards) Master(_ context.Context, channel string) (shardsub.Shard
 		if err != nil {
 			return nil, err
 		}
-		conn, err := n.Dial(ctx) // bounded by the dial timeout
+		nc, err := n.dial(ctx) // bounded by the dial timeout
 		if err != nil {
 			return nil, err
 		}
-		return &subscription{conn: conn}, nil
+		return &subscription{conn: pipeline.NewConn(nc, n.write)}, nil
 	}}, nil
 }
 

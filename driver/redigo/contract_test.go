@@ -10,20 +10,12 @@ import (
 	"github.com/quorumlock/quorumlock/internal/drivertest"
 )
 
-// The redigo driver passes the contract every driver passes, in both modes:
-// pooled, a connection per call, and pipelined, calls sharing one connection
-// (a SIGSTOPped master among the contract's cases).
+// The redigo driver passes the contract every driver passes, its calls
+// sharing one connection (a SIGSTOPped master among the contract's cases).
 func TestContract_Driver(t *testing.T) {
-	for _, mode := range []struct {
-		name      string
-		pipelined bool
-	}{{"pooled", false}, {"pipelined", true}} {
-		t.Run(mode.name, func(t *testing.T) {
-			drivertest.Run(t, func(t testing.TB, addr string) driver.Master {
-				p, err := redigo.New(addr, redigo.WithPipeline(mode.pipelined))
-				require.NoError(t, err)
-				return p
-			})
-		})
-	}
+	drivertest.Run(t, func(t testing.TB, addr string) driver.Master {
+		p, err := redigo.New(addr)
+		require.NoError(t, err)
+		return p
+	})
 }

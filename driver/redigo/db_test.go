@@ -29,9 +29,10 @@ func TestDB_SelectionIsApplied(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			key := "key:" + tt.name
 			p := newPool(t, tt.addr, tt.opts...)
-			mustDo(t, p, "SET", key, tt.name)
+			_, err := p.Do(testCtx(t), "SET", key, tt.name)
+			require.NoError(t, err)
 
-			info, err := redis.String(mustDo(t, p, "CLIENT", "INFO"), nil)
+			info, err := redis.String(p.Do(testCtx(t), "CLIENT", "INFO"))
 			require.NoError(t, err)
 			assert.Contains(t, info, " db=3 ")
 
@@ -58,8 +59,8 @@ func TestDB_ZeroSelectsNothing(t *testing.T) {
 func TestDB_OutOfRangeFailsTheDial(t *testing.T) {
 	addr := startRedis(t, "--databases", "4").Addr()
 	p := newPool(t, addr, redigo.WithDB(4))
-	_, err := p.Get(testCtx(t))
+	_, err := p.Do(testCtx(t), "PING")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "DB index is out of range")
-	assert.Zero(t, p.Dials())
+	assert.Zero(t, redigo.Dials(p))
 }

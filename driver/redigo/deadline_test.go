@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -58,18 +57,14 @@ func timed(f func() error) (time.Duration, error) {
 	return time.Since(begin), err
 }
 
-// getAndPing gets a connection and runs PING on it, all within ctx.
-func getAndPing(ctx context.Context, p *redigo.Redis) error {
-	conn, err := p.Get(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_, err = redis.DoContext(conn, ctx, "PING")
+// ping runs PING on p's shared connection, dialling it if needed, all
+// within ctx.
+func ping(ctx context.Context, p *redigo.Redis) error {
+	_, err := p.Do(ctx, "PING")
 	return err
 }
 
-func TestDeadline_PausedServer_GetAndDoEndAtCtxDeadline(t *testing.T) {
+func TestDeadline_PausedServer_DoEndsAtCtxDeadline(t *testing.T) {
 	for name, target := range pausedTargets(t) {
 		t.Run(name, func(t *testing.T) {
 			opts := append([]redigo.Option{
@@ -79,7 +74,7 @@ func TestDeadline_PausedServer_GetAndDoEndAtCtxDeadline(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), shortWait)
 			defer cancel()
-			elapsed, err := timed(func() error { return getAndPing(ctx, p) })
+			elapsed, err := timed(func() error { return ping(ctx, p) })
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "not a timeout: %v", err)
 			assert.Less(t, elapsed, shortWait+slack, "waited past the ctx's deadline")
@@ -99,7 +94,7 @@ func TestDeadline_PausedServer_DialEndsAtCtxDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), shortWait)
 			defer cancel()
 			elapsed, err := timed(func() error {
-				conn, err := p.Dial(ctx)
+				conn, err := redigo.Dial(ctx, p)
 				if err == nil {
 					conn.Close()
 				}
@@ -108,7 +103,34 @@ func TestDeadline_PausedServer_DialEndsAtCtxDeadline(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "not a timeout: %v", err)
 			assert.Less(t, elapsed, shortWait+slack, "waited past the ctx's deadline")
-			assert.Zero(t, p.Dials())
+			assert.Zero(t, redigo.Dials(p))
+		})
+	}
+}
+
+// A ctx cancelled, with no deadline, ends AUTH and SELECT as its deadline
+// would.
+func TestDeadline_PausedServer_CancelEndsTheHandshake(t *testing.T) {
+	targets := pausedTargets(t)
+	for _, name := range []string{"AUTH", "SELECT"} {
+		target := targets[name]
+		t.Run(name, func(t *testing.T) {
+			opts := append([]redigo.Option{redigo.WithDialTimeout(longWait), redigo.WithReadTimeout(longWait)}, target.opts...)
+			p := newPool(t, target.addr, opts...)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			stop := time.AfterFunc(shortWait, cancel)
+			defer stop.Stop()
+			elapsed, err := timed(func() error {
+				conn, err := redigo.Dial(ctx, p)
+				if err == nil {
+					conn.Close()
+				}
+				return err
+			})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.Less(t, elapsed, shortWait+slack, "the handshake outlived its ctx")
 		})
 	}
 }
@@ -124,13 +146,7 @@ func TestDeadline_PausedServer_DialTimeoutBoundsTheWholeDial(t *testing.T) {
 			opts := append([]redigo.Option{redigo.WithDialTimeout(shortWait), redigo.WithReadTimeout(longWait)}, target.opts...)
 			p := newPool(t, target.addr, opts...)
 
-			elapsed, err := timed(func() error {
-				conn, err := p.Get(context.Background())
-				if err == nil {
-					conn.Close()
-				}
-				return err
-			})
+			elapsed, err := timed(func() error { return ping(context.Background(), p) })
 			require.Error(t, err)
 			assert.True(t, isTimeout(err), "not a timeout: %v", err)
 			assert.Less(t, elapsed, shortWait+slack, "the dial timeout did not bound the dial")
@@ -142,34 +158,29 @@ func TestDeadline_PausedServer_DialTimeoutBoundsTheWholeDial(t *testing.T) {
 func TestDeadline_PausedServer_ReadTimeoutBoundsACommand(t *testing.T) {
 	srv := startRedis(t)
 	p := newPool(t, srv.Addr(), redigo.WithReadTimeout(shortWait))
-	conn, err := p.Get(testCtx(t))
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = redis.DoContext(conn, context.Background(), "PING")
-	require.NoError(t, err)
+	require.NoError(t, ping(context.Background(), p))
 
 	require.NoError(t, srv.Pause())
 	defer srv.Resume()
-	elapsed, err := timed(func() error {
-		_, err := redis.DoContext(conn, context.Background(), "PING")
-		return err
-	})
+	elapsed, err := timed(func() error { return ping(context.Background(), p) })
 	require.Error(t, err)
 	assert.True(t, isTimeout(err), "not a timeout: %v", err)
 	assert.Less(t, elapsed, shortWait+slack)
 }
 
-func TestDeadline_ResumedServer_PoolRecovers(t *testing.T) {
+func TestDeadline_ResumedServer_ConnectionReplaced(t *testing.T) {
 	srv := startRedis(t)
 	p := newPool(t, srv.Addr())
-	mustDo(t, p, "PING")
+	require.NoError(t, ping(testCtx(t), p))
 
 	require.NoError(t, srv.Pause())
 	ctx, cancel := context.WithTimeout(context.Background(), shortWait)
 	defer cancel()
-	require.Error(t, getAndPing(ctx, p), "a paused server answered")
+	require.Error(t, ping(ctx, p), "a paused server answered")
 	require.NoError(t, srv.Resume())
 
-	// The connection that timed out was discarded, not pooled.
-	assert.Equal(t, "PONG", mustDo(t, p, "PING"))
+	// The connection on which the call timed out was discarded, and a new
+	// one dialled.
+	assert.NoError(t, ping(testCtx(t), p))
+	assert.EqualValues(t, 2, redigo.Dials(p))
 }

@@ -16,8 +16,7 @@ import (
 )
 
 // BenchmarkEval runs a small script from 1 and from 64 goroutines, on one
-// master: pipelined on one connection and on four, and pooled; an op is one
-// Eval. reads/op and writes/op are the process's read and write system
+// master: on one shared connection and on four; an op is one Eval. reads/op and writes/op are the process's read and write system
 // calls.
 func BenchmarkEval(b *testing.B) {
 	srv := startRedis(b).Addr()
@@ -25,9 +24,8 @@ func BenchmarkEval(b *testing.B) {
 		name string
 		opts []redigo.Option
 	}{
-		{"pipelined", []redigo.Option{redigo.WithPipeline(true)}},
-		{"pipelined-4conns", []redigo.Option{redigo.WithPipeline(true), redigo.WithPipelineConns(4)}},
-		{"pooled", []redigo.Option{redigo.WithPipeline(false)}},
+		{"pipelined", nil},
+		{"pipelined-4conns", []redigo.Option{redigo.WithPipelineConns(4)}},
 	}
 	for _, m := range modes {
 		for _, par := range []int{1, 64} {

@@ -7,16 +7,14 @@ import (
 	"log"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/redlocktest"
 )
 
 // A master given as a URL: password, database and timeouts in one string.
-// New dials nothing; the first Get does.
+// New dials nothing; the first call does.
 func ExampleNew() {
-	p, err := redigo.New("redis://:secret@10.0.0.7:6379/2?dial_timeout=200ms&max_idle=16")
+	p, err := redigo.New("redis://:secret@10.0.0.7:6379/2?dial_timeout=200ms")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -32,8 +30,6 @@ func ExampleNew_options() {
 		redigo.WithDB(2),
 		redigo.WithDialTimeout(200*time.Millisecond),
 		redigo.WithReadTimeout(500*time.Millisecond),
-		redigo.WithMaxIdle(16),
-		redigo.WithMaxActive(64),
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -90,15 +86,15 @@ func ExampleTLSParams() {
 func ExampleNew_errors() {
 	_, err := redigo.New("redis://admin:secret@10.0.0.7:0")
 	fmt.Println(err)
-	_, err = redigo.New("10.0.0.7:6379", redigo.WithMaxIdle(-1), redigo.WithDialTimeout(-time.Second))
+	_, err = redigo.New("10.0.0.7:6379", redigo.WithPipelineConns(0), redigo.WithDialTimeout(-time.Second))
 	fmt.Println(err)
 	// Output:
 	// redigo: address "redis://xxxxx@10.0.0.7:0": port "0" is not in 1-65535
-	// pool "10.0.0.7:6379": dial timeout -1s is negative; max idle -1 is negative
+	// redigo "10.0.0.7:6379": dial timeout -1s is negative; pipeline connections 0 not in 1..64
 }
 
-// Get a connection within a ctx, use it, and give it back with Close.
-func ExampleRedis_Get() {
+// Do runs a command of one's own on the connection the lock's calls share.
+func ExampleRedis_Do() {
 	master, err := redlocktest.Start(1) // an in-process master, for the example
 	if err != nil {
 		log.Fatal(err)
@@ -113,50 +109,10 @@ func ExampleRedis_Get() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	conn, err := p.Get(ctx) // dials within ctx if no connection is idle
+	pong, err := p.Do(ctx, "PING") // dials within ctx if no connection is open
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer conn.Close()
-	pong, err := redis.String(redis.DoContext(conn, ctx, "PING"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(pong, "after", p.Dials(), "dial")
-	// Output: PONG after 1 dial
-}
-
-// Dial opens a connection of one's own, outside the pool, for a long-lived
-// use such as a subscription.
-func ExampleRedis_Dial() {
-	master, err := redlocktest.Start(1) // an in-process master, for the example
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer master.Close()
-
-	p, err := redigo.New(master.Addrs()[0])
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer p.Close()
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	conn, err := p.Dial(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	psc := redis.PubSubConn{Conn: conn}
-	defer psc.Close()
-	if err := psc.Subscribe("events"); err != nil {
-		log.Fatal(err)
-	}
-	switch v := psc.ReceiveContext(ctx).(type) {
-	case redis.Subscription:
-		fmt.Println(v.Kind, v.Channel)
-	case error:
-		log.Fatal(v)
-	}
-	// Output: subscribe events
+	fmt.Println(pong)
+	// Output: PONG
 }

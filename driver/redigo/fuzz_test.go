@@ -20,7 +20,7 @@ func FuzzNew(f *testing.F) {
 	for _, s := range []string{
 		"", " ", "localhost:6379", "127.0.0.1:1", "[::1]:6379", "::1", ":6379", "h:", "h:0", "h:65536", "h:+1",
 		"redis://h", "rediss://h:6380/2", "redis://u:p@h:1/3?db=4", "redis://p@h", "redis://:p@h",
-		"redis://h?dial_timeout=1s&read_timeout=2s&write_timeout=3s&idle_timeout=4s&max_idle=5&max_active=6",
+		"redis://h?dial_timeout=1s&read_timeout=2s&write_timeout=3s&pipeline_conns=4",
 		"redis://h?dial_timeout=-1s", "redis://h?x=1", "redis://h/%zz", "redis://h/-1", "redis://[::1]:7000",
 		"redis://[::1", "redis://h:1#f", "redis:///", "redis://@", "redis://a@b@c", "http://h", "://h",
 		"redis://h/99999999999999999999", "redis://h?db=99999999999999999999", "\x00", "redis://h\x7f",

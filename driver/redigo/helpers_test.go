@@ -26,7 +26,7 @@ func startRedis(t testing.TB, extra ...string) *redistest.Server {
 	return redistest.Start(t, 1, redistest.Ephemeral, extra...)[0]
 }
 
-// newPool returns a pool that is closed with the test.
+// newPool returns a driver that is closed with the test.
 func newPool(t *testing.T, addr string, opts ...redigo.Option) *redigo.Redis {
 	t.Helper()
 	p, err := redigo.New(addr, opts...)
@@ -43,9 +43,10 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// do runs one command on a connection from p and gives the connection back.
+// do runs one command on a connection of its own dialled with p's
+// settings, and closes it.
 func do(ctx context.Context, p *redigo.Redis, cmd string, args ...any) (any, error) {
-	conn, err := p.Get(ctx)
+	conn, err := redigo.Dial(ctx, p)
 	if err != nil {
 		return nil, err
 	}

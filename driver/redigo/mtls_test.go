@@ -71,7 +71,7 @@ func TestMutualTLS_URLParameters_Connect(t *testing.T) {
 
 			// A connection of its own, as a subscription uses, is the same.
 			ctx := testCtx(t)
-			own, err := p.Dial(ctx)
+			own, err := redigo.Dial(ctx, p)
 			require.NoError(t, err)
 			defer own.Close()
 			pong, err := redis.String(redis.DoContext(own, ctx, "PING"))

@@ -62,10 +62,10 @@ func wantAnswers(rep driver.Reply, id string, n int) error {
 	return nil
 }
 
-// newPipelined returns a pool in the pipelined mode, whatever the default.
+// newPipelined returns a driver closed with the test.
 func newPipelined(t *testing.T, addr string, opts ...redigo.Option) *redigo.Redis {
 	t.Helper()
-	return newPool(t, addr, append([]redigo.Option{redigo.WithPipeline(true)}, opts...)...)
+	return newPool(t, addr, opts...)
 }
 
 // evalWithin runs call with a ctx that ends after d.
@@ -192,7 +192,7 @@ func TestPipeline_ConcurrentEvals_EachGetsItsOwnReplyOnOneConnection(t *testing.
 		for err := range errs {
 			t.Error(err)
 		}
-		assert.EqualValues(t, 1, p.Dials(), "every call shared one connection")
+		assert.EqualValues(t, 1, redigo.Dials(p), "every call shared one connection")
 		assert.Equal(t, 1, clientsOf(t, srv.Addr()), "the server sees one connection from the pool")
 	})
 }
@@ -206,7 +206,7 @@ func TestPipeline_Conns_CallsTakeTheConnectionsInTurn(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, wantEcho(rep, id))
 	}
-	assert.EqualValues(t, 3, p.Dials())
+	assert.EqualValues(t, 3, redigo.Dials(p))
 	assert.Equal(t, 3, clientsOf(t, srv.Addr()))
 }
 
@@ -342,7 +342,7 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		t.Logf("before the stop %d, timed out %d, after the resume %d; %d connections opened", okBefore.Load(), failed.Load(), okAfter.Load(), p.Dials())
+		t.Logf("before the stop %d, timed out %d, after the resume %d; %d connections opened", okBefore.Load(), failed.Load(), okAfter.Load(), redigo.Dials(p))
 		assert.Positive(t, okBefore.Load())
 		assert.Positive(t, failed.Load(), "the stop timed nothing out")
 		assert.Positive(t, okAfter.Load(), "no call succeeded after the resume")
@@ -437,7 +437,7 @@ func TestPipeline_NoScript_FallsBackToEvalOnTheSameConnection(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
 		p := newPipelined(t, srv.Addr())
-		admin := newPool(t, srv.Addr(), redigo.WithPipeline(false))
+		admin := newPool(t, srv.Addr())
 
 		t.Run("alone", func(t *testing.T) {
 			mustDo(t, admin, "SCRIPT", "FLUSH")
@@ -448,7 +448,7 @@ func TestPipeline_NoScript_FallsBackToEvalOnTheSameConnection(t *testing.T) {
 			require.NoError(t, err)
 			assert.NoError(t, wantEcho(rep, "alone"))
 			assert.NoError(t, wantAnswers(rep, "alone", 2), "the answers of the EVALSHA that failed are kept")
-			assert.EqualValues(t, 1, p.Dials())
+			assert.EqualValues(t, 1, redigo.Dials(p))
 		})
 		t.Run("flushed while calls run", func(t *testing.T) {
 			const goroutines, each = 16, 50
@@ -483,7 +483,7 @@ func TestPipeline_NoScript_FallsBackToEvalOnTheSameConnection(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			assert.EqualValues(t, 1, p.Dials())
+			assert.EqualValues(t, 1, redigo.Dials(p))
 		})
 	})
 }
@@ -568,7 +568,7 @@ func TestPipeline_ConnectionDropsUnderACall_SentAgain(t *testing.T) {
 func TestPipeline_Close_EndsWaitingCalls(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
-		p, err := redigo.New(srv.Addr(), redigo.WithPipeline(true), redigo.WithReadTimeout(longWait))
+		p, err := redigo.New(srv.Addr(), redigo.WithReadTimeout(longWait))
 		require.NoError(t, err)
 		_, err = w.within(p, waitLimit, echoCall("warm"))
 		require.NoError(t, err)
@@ -634,7 +634,7 @@ func TestPipeline_ScriptError_IsTheError(t *testing.T) {
 		rep, err := w.within(p, waitLimit, echoCall("after"))
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "after"))
-		assert.EqualValues(t, 1, p.Dials(), "an error reply keeps the connection")
+		assert.EqualValues(t, 1, redigo.Dials(p), "an error reply keeps the connection")
 	})
 }
 
@@ -669,7 +669,7 @@ func TestPipeline_TLSAndAuth(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			assert.EqualValues(t, 1, p.Dials())
+			assert.EqualValues(t, 1, redigo.Dials(p))
 		})
 	}
 }
@@ -695,42 +695,36 @@ func TestPipeline_PausedTLSMaster_CallEndsAtItsDeadline(t *testing.T) {
 	assert.NoError(t, wantEcho(rep, "resumed"))
 }
 
-func TestDo_BothModes(t *testing.T) {
+func TestDo_RepliesInTheNeutralForm_SharingEvalsConnection(t *testing.T) {
 	srv := startRedis(t)
-	for _, pipelined := range []bool{true, false} {
-		t.Run(fmt.Sprintf("pipelined=%v", pipelined), func(t *testing.T) {
-			p := newPool(t, srv.Addr(), redigo.WithPipeline(pipelined))
-			ctx := testCtx(t)
-			key := fmt.Sprintf("do:%v", pipelined)
-			v, err := p.Do(ctx, "SET", key, "v", "NX", "PX", "60000")
-			require.NoError(t, err)
-			assert.Equal(t, "OK", v)
-			v, err = p.Do(ctx, "SET", key, "w", "NX", "PX", "60000")
-			require.NoError(t, err)
-			assert.Nil(t, v, "NX on a held key")
-			v, err = p.Do(ctx, "GET", key)
-			require.NoError(t, err)
-			assert.Equal(t, "v", v)
-			v, err = p.Do(ctx, "INCR", key+":n")
-			require.NoError(t, err)
-			assert.Equal(t, int64(1), v)
-			v, err = p.Do(ctx, "MGET", key, key+":none")
-			require.NoError(t, err)
-			assert.Equal(t, []any{"v", nil}, v)
-			_, err = p.Do(ctx, "INCR", key)
-			var de driver.Error
-			require.ErrorAs(t, err, &de)
-			assert.Equal(t, "ERR", de.Code())
+	p := newPool(t, srv.Addr())
+	ctx := testCtx(t)
+	key := "do"
+	v, err := p.Do(ctx, "SET", key, "v", "NX", "PX", "60000")
+	require.NoError(t, err)
+	assert.Equal(t, "OK", v)
+	v, err = p.Do(ctx, "SET", key, "w", "NX", "PX", "60000")
+	require.NoError(t, err)
+	assert.Nil(t, v, "NX on a held key")
+	v, err = p.Do(ctx, "GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+	v, err = p.Do(ctx, "INCR", key+":n")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), v)
+	v, err = p.Do(ctx, "MGET", key, key+":none")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"v", nil}, v)
+	_, err = p.Do(ctx, "INCR", key)
+	var de driver.Error
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "ERR", de.Code())
 
-			// Eval and Do share the connection when pipelined.
-			rep, err := evalWithin(p, waitLimit, echoCall("shared"))
-			require.NoError(t, err)
-			require.NoError(t, wantEcho(rep, "shared"))
-			if pipelined {
-				assert.EqualValues(t, 1, p.Dials())
-			}
-		})
-	}
+	// Eval and Do share the connection.
+	rep, err := evalWithin(p, waitLimit, echoCall("shared"))
+	require.NoError(t, err)
+	require.NoError(t, wantEcho(rep, "shared"))
+	assert.EqualValues(t, 1, redigo.Dials(p))
 }
 
 // spin keeps the master busy for ARGV[1] microseconds, then returns ARGV[2].

@@ -1,32 +1,29 @@
 package redigo
 
 import (
-	"context"
-	"sync"
+	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"context"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 )
 
-// Subscribe opens a connection outside the pool for release announcements:
-// see driver.Master.
+// Subscribe opens a connection of its own for release announcements: see
+// driver.Master.
 func (r *Redis) Subscribe(ctx context.Context) (driver.Subscription, error) {
-	conn, err := r.dial(ctx)
+	nc, err := r.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &subscription{conn: conn}, nil
+	return &subscription{conn: pipeline.NewConn(nc, r.write)}, nil
 }
 
-// subscription is a redigo connection in pub/sub mode: SUBSCRIBE for one
-// master, SSUBSCRIBE for a Cluster's shard master (a shardsub.Conn). Writes
-// are serialised; the reader needs no lock, as redigo's connection reads
-// and writes independently.
-type subscription struct {
-	mu   sync.Mutex
-	conn redis.Conn
-}
+// subscription is a connection in pub/sub mode: SUBSCRIBE for one master,
+// SSUBSCRIBE for a Cluster's shard master (a shardsub.Conn). Writes are
+// serialised by the connection and bounded by the write timeout, not by a
+// ctx; Receive is the one reader's.
+type subscription struct{ conn *pipeline.Conn }
 
 func (s *subscription) Subscribe(channels ...string) error {
 	return s.send("SUBSCRIBE", channels)
@@ -36,8 +33,7 @@ func (s *subscription) Unsubscribe(channels ...string) error {
 	return s.send("UNSUBSCRIBE", channels)
 }
 
-// SSubscribe sends SSUBSCRIBE, bounded by the write timeout rather than
-// ctx: redigo takes no ctx for a write.
+// SSubscribe sends SSUBSCRIBE, bounded by the write timeout rather than ctx.
 func (s *subscription) SSubscribe(_ context.Context, channels ...string) error {
 	return s.send("SSUBSCRIBE", channels)
 }
@@ -52,31 +48,26 @@ func (s *subscription) send(cmd string, channels []string) error {
 	if len(channels) == 0 {
 		return nil
 	}
-	args := make([]any, len(channels))
-	for i, ch := range channels {
-		args[i] = ch
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.conn.Send(cmd, args...); err != nil {
-		return err
-	}
-	return s.conn.Flush()
+	return s.conn.Send(append([]string{cmd}, channels...))
 }
 
 // Receive returns the next message or confirmation, plain or sharded, and
-// skips the rest (a PONG). redigo's PubSubConn knows no sharded pushes.
+// skips the rest (a PONG). An error reply is returned as the error.
 func (s *subscription) Receive() (driver.Message, error) {
 	for {
-		v, err := redis.Values(redis.ReceiveWithTimeout(s.conn, 0))
+		v, err := s.conn.Receive(time.Time{})
 		if err != nil {
-			return driver.Message{}, serverError(err)
+			return driver.Message{}, err
 		}
-		if len(v) < 2 {
+		if e, ok := v.(driver.Error); ok {
+			return driver.Message{}, e
+		}
+		f, _ := v.([]any)
+		if len(f) < 2 {
 			continue
 		}
-		kind, _ := redis.String(v[0], nil)
-		ch, _ := redis.String(v[1], nil)
+		kind, _ := f[0].(string)
+		ch, _ := f[1].(string)
 		switch kind {
 		case "message", "smessage":
 			return driver.Message{Kind: driver.Published, Channel: ch}, nil

@@ -49,14 +49,11 @@ func TestTLS_Connects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPool(t, tt.addr, tt.opts...)
 			ctx := testCtx(t)
-			conn, err := p.Get(ctx)
-			require.NoError(t, err)
-			defer conn.Close()
-			pong, err := redis.String(redis.DoContext(conn, ctx, "PING"))
+			pong, err := redis.String(p.Do(ctx, "PING"))
 			require.NoError(t, err)
 			assert.Equal(t, "PONG", pong)
 
-			own, err := p.Dial(ctx)
+			own, err := redigo.Dial(ctx, p)
 			require.NoError(t, err)
 			defer own.Close()
 			_, err = redis.DoContext(own, ctx, "PING")
@@ -111,11 +108,11 @@ func TestTLS_RefusesWhatItCannotVerify(t *testing.T) {
 			// The first verification against the system's roots loads them,
 			// which can take over the default second on a loaded machine.
 			p := newPool(t, tt.addr, append(tt.opts, redigo.WithDialTimeout(waitLimit))...)
-			_, err := p.Get(testCtx(t))
+			_, err := p.Do(testCtx(t), "PING")
 			require.Error(t, err)
 			var verr *tls.CertificateVerificationError
 			assert.ErrorAs(t, err, &verr)
-			assert.Zero(t, p.Dials())
+			assert.Zero(t, redigo.Dials(p))
 		})
 	}
 }
@@ -131,8 +128,8 @@ func TestTLS_PlainAndTLSPortsDoNotMix(t *testing.T) {
 	})
 	t.Run("TLS client on the plain port", func(t *testing.T) {
 		p := newPool(t, srv.Addr(), redigo.WithTLS(pki.ClientTLS()))
-		_, err := p.Get(testCtx(t))
+		_, err := p.Do(testCtx(t), "PING")
 		assert.Error(t, err)
-		assert.Zero(t, p.Dials())
+		assert.Zero(t, redigo.Dials(p))
 	})
 }

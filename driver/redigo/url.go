@@ -120,16 +120,8 @@ func parseURL(addr string, c *config) error {
 			c.readTimeout, err = time.ParseDuration(v)
 		case "write_timeout":
 			c.writeTimeout, err = time.ParseDuration(v)
-		case "idle_timeout":
-			c.idleTimeout, err = time.ParseDuration(v)
-		case "max_idle":
-			c.maxIdle, err = strconv.Atoi(v)
-		case "max_active":
-			c.maxActive, err = strconv.Atoi(v)
 		case "db":
 			c.db, err = strconv.Atoi(v)
-		case "pipeline":
-			c.pipeline, err = strconv.ParseBool(v)
 		case "pipeline_conns":
 			c.pipeConns, err = strconv.Atoi(v)
 		case "tls_ca_file":

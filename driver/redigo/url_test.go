@@ -37,19 +37,17 @@ func TestResolve_GoodAddresses(t *testing.T) {
 		{"redis://" + secret + "@h:1", func(c *config) { c.addr, c.password = "h:1", secret }},
 		{"redis://alice:p%40ss%2Fw@h:1", func(c *config) { c.addr, c.username, c.password = "h:1", "alice", "p@ss/w" }},
 		{
-			"redis://h:1/2?dial_timeout=250ms&read_timeout=2s&write_timeout=3s&idle_timeout=1m&max_idle=5&max_active=7",
+			"redis://h:1/2?dial_timeout=250ms&read_timeout=2s&write_timeout=3s",
 			func(c *config) {
 				c.addr, c.db = "h:1", 2
-				c.dialTimeout, c.readTimeout, c.writeTimeout, c.idleTimeout = 250*time.Millisecond, 2*time.Second, 3*time.Second, time.Minute
-				c.maxIdle, c.maxActive = 5, 7
+				c.dialTimeout, c.readTimeout, c.writeTimeout = 250*time.Millisecond, 2*time.Second, 3*time.Second
 			},
 		},
 		{"redis://h:1?db=4", func(c *config) { c.addr, c.db = "h:1", 4 }},
-		{"redis://h:1?pipeline=false", func(c *config) { c.addr, c.pipeline = "h:1", false }},
-		{"redis://h:1?pipeline=true&pipeline_conns=4", func(c *config) { c.addr, c.pipeline, c.pipeConns = "h:1", true, 4 }},
+		{"redis://h:1?pipeline_conns=4", func(c *config) { c.addr, c.pipeConns = "h:1", 4 }},
 		{"redis://h:1/2?db=4", func(c *config) { c.addr, c.db = "h:1", 4 }}, // the parameter wins
-		{"redis://h:1?read_timeout=0&max_idle=0", func(c *config) { c.addr, c.readTimeout, c.maxIdle = "h:1", 0, 0 }},
-		{"redis://h:1?max_idle=1&max_idle=9", func(c *config) { c.addr, c.maxIdle = "h:1", 9 }}, // the last wins
+		{"redis://h:1?read_timeout=0", func(c *config) { c.addr, c.readTimeout = "h:1", 0 }},
+		{"redis://h:1?db=1&db=9", func(c *config) { c.addr, c.db = "h:1", 9 }}, // the last wins
 		{"rediss://10.0.0.7:6380?tls_server_name=redis-1", func(c *config) {
 			c.addr, c.useTLS = "10.0.0.7:6380", true
 			c.tlsParams.ServerName = "redis-1"
@@ -108,11 +106,12 @@ func TestResolve_BadAddresses(t *testing.T) {
 		{"URL bad duration", "redis://h?dial_timeout=soon", "dial_timeout="},
 		{"URL duration without unit", "redis://h?read_timeout=5", "read_timeout="},
 		{"URL negative duration", "redis://h?write_timeout=-1s", "write timeout -1s is negative"},
-		{"URL negative idle timeout", "redis://h?idle_timeout=-1m", "idle timeout -1m0s is negative"},
-		{"URL bad max_idle", "redis://h?max_idle=many", "max_idle="},
-		{"URL bad pipeline", "redis://h?pipeline=maybe", `pipeline="maybe"`},
+		{"URL negative write timeout", "redis://h?write_timeout=-1m", "write timeout -1m0s is negative"},
+		{"URL bad db parameter", "redis://h?db=many", "db="},
+		// The connections are shared: there is no pool to size.
+		{"URL max_idle", "redis://h?max_idle=5", `unknown parameter "max_idle"`},
 		{"URL bad pipeline_conns", "redis://h?pipeline_conns=0", "pipeline connections 0 not in 1..64"},
-		{"URL negative max_active", "redis://h?max_active=-3", "max active -3 is negative"},
+		{"URL pipeline", "redis://h?pipeline=false", `unknown parameter "pipeline"`},
 		{"URL db overflow", "redis://h/99999999999999999999999", "database"},
 		{"URL username without password", "redis://alice:@h", "a username needs a password"},
 		{"URL bad escape", "redis://h/%zz", "invalid URL escape"},
@@ -122,7 +121,7 @@ func TestResolve_BadAddresses(t *testing.T) {
 			_, err := resolve(tt.addr, nil)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
-			assert.Contains(t, err.Error(), "pool", "errors name the package")
+			assert.Contains(t, err.Error(), "redigo", "errors name the package")
 		})
 	}
 }
@@ -134,7 +133,7 @@ func TestResolve_ErrorsNeverShowThePassword(t *testing.T) {
 		"redis://alice:" + secret + "@h/abc",
 		"redis://alice:" + secret + "@h?nope=1",
 		"redis://alice:" + secret + "@h?dial_timeout=x",
-		"redis://alice:" + secret + "@h?max_active=-1",
+		"redis://alice:" + secret + "@h?pipeline_conns=-1",
 		"redis://:" + secret + "@h:99999",
 		"redis://" + secret + "@h:0",           // lone user part: the password
 		"redis://" + secret + "@h/abc",         // idem
@@ -163,13 +162,11 @@ func TestResolve_ErrorsNeverShowThePassword(t *testing.T) {
 }
 
 func TestResolve_OptionsOverrideTheURL(t *testing.T) {
-	got, err := resolve("redis://alice:pw@h:1/3?dial_timeout=1s&read_timeout=1s&write_timeout=1s&idle_timeout=1s&max_idle=1&max_active=1", []Option{
+	got, err := resolve("redis://alice:pw@h:1/3?dial_timeout=1s&read_timeout=1s&write_timeout=1s&pipeline_conns=1", []Option{
 		WithDialTimeout(2 * time.Second),
 		WithReadTimeout(3 * time.Second),
 		WithWriteTimeout(4 * time.Second),
-		WithIdleTimeout(5 * time.Second),
-		WithMaxIdle(6),
-		WithMaxActive(7),
+		WithPipelineConns(5),
 		WithDB(8),
 		WithAuth("", "other"),
 		WithTLS(nil),
@@ -178,9 +175,7 @@ func TestResolve_OptionsOverrideTheURL(t *testing.T) {
 	assert.Equal(t, 2*time.Second, got.dialTimeout)
 	assert.Equal(t, 3*time.Second, got.readTimeout)
 	assert.Equal(t, 4*time.Second, got.writeTimeout)
-	assert.Equal(t, 5*time.Second, got.idleTimeout)
-	assert.Equal(t, 6, got.maxIdle)
-	assert.Equal(t, 7, got.maxActive)
+	assert.Equal(t, 5, got.pipeConns)
 	assert.Equal(t, 8, got.db)
 	assert.Equal(t, "", got.username)
 	assert.Equal(t, "other", got.password)
@@ -194,9 +189,7 @@ func TestResolve_Defaults(t *testing.T) {
 	assert.Equal(t, DefaultDialTimeout, got.dialTimeout)
 	assert.Equal(t, DefaultReadTimeout, got.readTimeout)
 	assert.Equal(t, DefaultWriteTimeout, got.writeTimeout)
-	assert.Equal(t, DefaultIdleTimeout, got.idleTimeout)
-	assert.Equal(t, DefaultMaxIdle, got.maxIdle)
-	assert.Equal(t, DefaultMaxActive, got.maxActive)
+	assert.Equal(t, DefaultPipelineConns, got.pipeConns)
 	assert.Zero(t, got.db)
 	assert.Empty(t, got.username)
 	assert.Empty(t, got.password)

@@ -1,4 +1,4 @@
-package redigo
+package pipeline
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// pipeline is the pipelined mode of a Redis: Eval's calls share a fixed
-// number of connections (pipes), opened when first needed and replaced when
-// they fail or are poisoned (see pipe).
-type pipeline struct {
-	r     *Redis
+// Pipeline is one master's calls over a fixed number of shared connections
+// (pipes), opened when first needed and replaced when they fail or are
+// poisoned (see pipe).
+type Pipeline struct {
+	dial  func(ctx context.Context) (net.Conn, error)
+	dials atomic.Uint64 // connections opened so far: Reply.Dials
+	read  time.Duration // bounds a call whose ctx has no deadline
 	write time.Duration // the write timeout
 	slots []connSlot
 	next  atomic.Uint32 // round robin over the slots
@@ -36,14 +38,29 @@ type connSlot struct {
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
 }
 
-func newPipeline(r *Redis, conns int, write time.Duration) *pipeline {
-	pl := &pipeline{r: r, write: write, slots: make([]connSlot, conns), open: map[*pipe]struct{}{}}
+// Config is what a Pipeline needs of its master.
+type Config struct {
+	// Dial opens a connection ready for commands, within ctx: TLS, AUTH
+	// and SELECT done, and no deadline set.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Conns is how many connections the calls share, taken in turn; at
+	// least 1.
+	Conns int
+	// ReadTimeout bounds a call whose ctx has no deadline; 0 means no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a write made in the background; 0 means no bound.
+	WriteTimeout time.Duration
+}
+
+// New returns a Pipeline that opens no connection before its first call.
+func New(c Config) *Pipeline {
+	pl := &Pipeline{dial: c.Dial, read: c.ReadTimeout, write: c.WriteTimeout, slots: make([]connSlot, c.Conns), open: map[*pipe]struct{}{}}
 	pl.reqs.New = func() any { return &request{done: make(chan struct{}, 1)} }
 	return pl
 }
 
 // slot returns the next slot, round robin.
-func (pl *pipeline) slot() *connSlot {
+func (pl *Pipeline) slot() *connSlot {
 	if len(pl.slots) == 1 {
 		return &pl.slots[0]
 	}
@@ -66,7 +83,7 @@ const maxPipeWaits = 8
 // when its pipe has failed or is poisoned. One caller dials; the others
 // wait for it within their ctx. lost reports that a pipe was replaced
 // because its connection had dropped.
-func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
+func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	s := pl.slot()
 	if p := s.open(); p != nil {
 		return p, false, nil
@@ -95,7 +112,7 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		s.dialing = ch
 		s.mu.Unlock()
 
-		p, err := pl.dial(ctx)
+		p, err := pl.openPipe(ctx)
 		s.mu.Lock()
 		s.dialing = nil
 		if err == nil {
@@ -109,16 +126,16 @@ func (pl *pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
 }
 
-// dial opens a pipe: the same dial as the pooled mode's, which counts in
-// Dials, then the network connection under it is taken over.
-func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
-	var nc net.Conn
-	if _, err := pl.r.dialNet(ctx, &nc); err != nil {
+// Dials returns how many connections the pipeline has opened so far.
+func (pl *Pipeline) Dials() uint64 { return pl.dials.Load() }
+
+// openPipe opens a pipe, counted in Dials.
+func (pl *Pipeline) openPipe(ctx context.Context) (*pipe, error) {
+	nc, err := pl.dial(ctx)
+	if err != nil {
 		return nil, err
 	}
-	// The redigo connection is dropped unused: AUTH and SELECT were
-	// answered, so its buffers hold nothing. Its deadlines go.
-	nc.SetDeadline(time.Time{})
+	pl.dials.Add(1)
 	p := newPipe(pl, nc, pl.write)
 	pl.mu.Lock()
 	if pl.closed {
@@ -134,14 +151,15 @@ func (pl *pipeline) dial(ctx context.Context) (*pipe, error) {
 }
 
 // forget drops a pipe that failed.
-func (pl *pipeline) forget(p *pipe) {
+func (pl *Pipeline) forget(p *pipe) {
 	pl.mu.Lock()
 	delete(pl.open, p)
 	pl.mu.Unlock()
 }
 
-// close fails every pipe and waits for their goroutines.
-func (pl *pipeline) close() {
+// Close fails every pipe and waits for their goroutines: calls waiting on
+// them return an error at once, and calls after it fail.
+func (pl *Pipeline) Close() {
 	pl.mu.Lock()
 	pl.closed = true
 	open := make([]*pipe, 0, len(pl.open))
@@ -155,7 +173,7 @@ func (pl *pipeline) close() {
 	pl.bg.Wait()
 }
 
-func (pl *pipeline) request() *request {
+func (pl *Pipeline) request() *request {
 	q := pl.reqs.Get().(*request)
 	q.buf, q.vals = q.buf[:0], q.vals[:0]
 	return q
@@ -163,7 +181,7 @@ func (pl *pipeline) request() *request {
 
 // recycle keeps an answered request for reuse. An abandoned one is never
 // recycled: its reply may still come.
-func (pl *pipeline) recycle(q *request) {
+func (pl *Pipeline) recycle(q *request) {
 	clear(q.vals)
 	q.err, q.notify, q.expires = nil, nil, time.Time{}
 	q.queued, q.complete, q.abandoned = false, false, false
@@ -174,18 +192,20 @@ func (pl *pipeline) recycle(q *request) {
 	pl.reqs.Put(q)
 }
 
-// maxPipeTries bounds the tries of one Eval in the pipelined mode: a
-// connection that dropped is replaced and the call sent again, as in the
-// pooled mode, and a pipe that stopped taking requests between being
+// maxPipeTries bounds the tries of one Eval: a connection that dropped is
+// replaced and the call sent again, and a pipe that stopped taking requests between being
 // picked and being used is passed over.
 const maxPipeTries = 4
 
-// evalPipelined is Eval in the pipelined mode.
-func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Reply, error) {
+// Eval runs call on a shared connection (see driver.Master): the check's
+// questions, when due, and the script in one unit. A connection found dead
+// is replaced and the call sent again, within ctx; without a deadline in
+// ctx the read timeout bounds the call.
+func (pl *Pipeline) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
 	var rep driver.Reply
-	if _, ok := ctx.Deadline(); !ok && r.readTimeout > 0 {
+	if _, ok := ctx.Deadline(); !ok && pl.read > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.readTimeout)
+		ctx, cancel = context.WithTimeout(ctx, pl.read)
 		defer cancel()
 	}
 	if err := ctx.Err(); err != nil {
@@ -194,24 +214,24 @@ func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Rep
 	deadline, _ := ctx.Deadline()
 	err := errNotSent
 	for try := 0; try < maxPipeTries; try++ {
-		p, lost, gerr := r.pl.get(ctx)
+		p, lost, gerr := pl.get(ctx)
 		rep.Lost = rep.Lost || lost
 		if gerr != nil {
 			return rep, gerr
 		}
 		// Read once the pipe is in hand, so that one just opened counts.
-		rep.Dials = r.dials.Load()
+		rep.Dials = pl.dials.Load()
 		var check *driver.Check
 		if call.Check != nil {
 			check = call.Check("")
 		}
 		asked := check.Due(rep.Dials)
 		var v any
-		v, rep.Answers, err = r.pl.evalOn(ctx, p, call, check, asked, deadline)
+		v, rep.Answers, err = pl.evalOn(ctx, p, call, check, asked, deadline)
 		switch {
 		case err == errNotSent:
 			continue
-		case err != nil && stale(err) && ctx.Err() == nil:
+		case err != nil && Stale(err) && ctx.Err() == nil:
 			rep.Lost = true
 			continue
 		case err != nil:
@@ -230,7 +250,7 @@ func (r *Redis) evalPipelined(ctx context.Context, call driver.Call) (driver.Rep
 // one unit, then EVAL on the same pipe if the master has not cached the
 // script. errNotSent means that nothing was run and the call may go
 // elsewhere.
-func (pl *pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
+func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
 	q := pl.request()
 	hint := q.encode(call, check, asked)
 	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
@@ -279,7 +299,7 @@ func noScript(v any) bool {
 // evalSource runs call by its source (EVAL) on p, after the master answered
 // EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
 // server the answers describe.
-func (pl *pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
+func (pl *Pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
 	q := pl.request()
 	q.want = 1
 	q.buf = appendEval(q.buf, call, hint, true)
@@ -304,7 +324,7 @@ func replyOrError(v any) (any, error) {
 // roundTrip sends q on p and waits for its replies. q is the caller's to
 // recycle after a nil error; after an error it is either recycled here or,
 // abandoned, left to the collector.
-func (pl *pipeline) roundTrip(ctx context.Context, p *pipe, q *request, deadline time.Time) ([]any, error) {
+func (pl *Pipeline) roundTrip(ctx context.Context, p *pipe, q *request, deadline time.Time) ([]any, error) {
 	if !p.send(q, deadline) {
 		pl.recycle(q)
 		return nil, errNotSent

@@ -1,4 +1,4 @@
-package redigo
+package pipeline
 
 import (
 	"bufio"
@@ -52,7 +52,7 @@ type pipe struct {
 	raw   net.Conn // what closing closes: the TCP connection under TLS, so that no close_notify is waited for
 	tls   bool
 	br    *bufio.Reader // the reader goroutine's alone
-	pl    *pipeline
+	pl    *Pipeline
 	write time.Duration // bounds a write made in the background
 
 	// accepting is false once the pipe is poisoned or has failed: it takes
@@ -125,7 +125,7 @@ var (
 	errNotSent   = errors.New("redigo: connection stopped taking requests") // internal: try another pipe
 )
 
-func newPipe(pl *pipeline, nc net.Conn, writeTimeout time.Duration) *pipe {
+func newPipe(pl *Pipeline, nc net.Conn, writeTimeout time.Duration) *pipe {
 	p := &pipe{nc: nc, raw: nc, pl: pl, write: writeTimeout, br: bufio.NewReaderSize(nc, 16<<10)}
 	if c, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS: *tls.Conn, refusalConn
 		p.raw, p.tls = c.NetConn(), true
@@ -495,5 +495,5 @@ type notifier interface {
 func (p *pipe) lost() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.err != nil && stale(p.err)
+	return p.err != nil && Stale(p.err)
 }

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 )
 
 // Defaults. The per-node timeout of the lock algorithm is usually far shorter
@@ -19,44 +20,32 @@ const (
 	DefaultDialTimeout  = time.Second
 	DefaultReadTimeout  = time.Second
 	DefaultWriteTimeout = time.Second
-	DefaultMaxIdle      = 64
-	DefaultMaxActive    = 0 // no limit
-	DefaultIdleTimeout  = 5 * time.Minute
-	// DefaultPipeline: calls share a pipelined connection (see
-	// WithPipeline, which gives the measurements that chose it).
-	DefaultPipeline = true
-	// DefaultPipelineConns is how many connections the pipelined mode
-	// shares; MaxPipelineConns the most it may.
+	// DefaultPipelineConns is how many connections the calls share;
+	// MaxPipelineConns the most they may.
 	DefaultPipelineConns = 1
 	MaxPipelineConns     = 64
 )
 
-// Redis is one master over a redigo connection pool: the lock's default
-// driver (see package driver).
+// Redis is one master, its calls sharing a pipelined connection: the
+// lock's default driver (see package driver).
 type Redis struct {
-	addr        string
-	readTimeout time.Duration // bounds a call whose ctx has no deadline
-	pool        *redis.Pool
-	dial        func(ctx context.Context) (redis.Conn, error)
-	// dialNet is dial that also stores the network connection under the
-	// redigo one in *capture (when not nil), for a pipe to use directly.
-	dialNet func(ctx context.Context, capture *net.Conn) (redis.Conn, error)
-	dials   atomic.Uint64
-	pl      *pipeline // nil in the pooled mode
+	addr  string
+	write time.Duration // the write timeout, for a subscription's writes
+	// dial opens a connection ready for commands: TLS, AUTH and SELECT
+	// done, under one deadline.
+	dial func(ctx context.Context) (net.Conn, error)
+	pl   *pipeline.Pipeline
 }
 
 type config struct {
 	addr                                   string
 	dialTimeout, readTimeout, writeTimeout time.Duration
-	maxIdle, maxActive                     int
-	idleTimeout                            time.Duration
 	username, password                     string
 	db                                     int
 	tls                                    *tls.Config
 	useTLS                                 bool
 	tlsOption                              bool      // WithTLS was given
 	tlsParams                              TLSParams // from the URL's tls_* parameters
-	pipeline                               bool
 	pipeConns                              int
 }
 
@@ -65,23 +54,18 @@ func defaults() config {
 		dialTimeout:  DefaultDialTimeout,
 		readTimeout:  DefaultReadTimeout,
 		writeTimeout: DefaultWriteTimeout,
-		maxIdle:      DefaultMaxIdle,
-		maxActive:    DefaultMaxActive,
-		idleTimeout:  DefaultIdleTimeout,
-		pipeline:     DefaultPipeline,
 		pipeConns:    DefaultPipelineConns,
 	}
 }
 
-// New returns a pool to one Redis master. addr is "host:port", or a URL:
+// New returns the driver of one Redis master. addr is "host:port", or a URL:
 //
 //	redis://[user[:password]@]host[:port][/db][?dial_timeout=1s&read_timeout=1s&...]
 //	rediss://...   the same over TLS
 //
-// Query parameters: dial_timeout, read_timeout, write_timeout, idle_timeout
-// (Go durations), max_idle, max_active, db, pipeline_conns (integers),
-// pipeline (true or false: see WithPipeline). Options given to New override
-// what the URL says.
+// Query parameters: dial_timeout, read_timeout, write_timeout (Go
+// durations), db, pipeline_conns (integers). Options given to New override
+// what the URL says. A Redis Cluster's URL (redis+cluster://) is Open's.
 //
 // A rediss:// URL verifies the server's certificate against the system's
 // roots and the URL's host. These parameters change that (see TLSParams),
@@ -99,69 +83,95 @@ func defaults() config {
 // New reads the files once, and its errors name a file that is missing or
 // not what it should be. Verification cannot be turned off from a URL: an
 // unverified master can be impersonated, and an impostor grants any lock.
-// Give tls_* parameters or WithTLS, not both.
+// Give tls_* parameters or WithTLS, not both. New does not connect: the
+// first call does.
 func New(addr string, opts ...Option) (*Redis, error) {
 	c, err := resolve(addr, opts)
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{addr: c.addr, readTimeout: c.readTimeout}
+	r := &Redis{addr: c.addr, write: c.writeTimeout, dial: dialer(c)}
+	r.pl = pipeline.New(pipeline.Config{Dial: r.dial, Conns: c.pipeConns, ReadTimeout: c.readTimeout, WriteTimeout: c.writeTimeout})
+	return r, nil
+}
+
+// dialer returns the function that opens a connection ready for commands:
+// the TCP connection, the TLS handshake, AUTH and SELECT, all within one
+// deadline, the dial timeout's or ctx's, whichever is first.
+func dialer(c config) func(ctx context.Context) (net.Conn, error) {
 	nd := netDialer(c)
-	dialOpts := []redis.DialOption{
-		redis.DialContextFunc(nd),
-		redis.DialReadTimeout(c.readTimeout),
-		redis.DialWriteTimeout(c.writeTimeout),
-		redis.DialDatabase(c.db),
-	}
+	var hello [][]string
 	if c.password != "" {
-		dialOpts = append(dialOpts, redis.DialPassword(c.password))
 		if c.username != "" {
-			dialOpts = append(dialOpts, redis.DialUsername(c.username))
+			hello = append(hello, []string{"AUTH", c.username, c.password})
+		} else {
+			hello = append(hello, []string{"AUTH", c.password})
 		}
 	}
-	r.dialNet = func(ctx context.Context, capture *net.Conn) (redis.Conn, error) {
-		// One deadline for the whole dial: redigo bounds AUTH and SELECT
-		// by the ctx, or else by the read timeout.
+	if c.db != 0 {
+		hello = append(hello, []string{"SELECT", strconv.Itoa(c.db)})
+	}
+	return func(ctx context.Context) (net.Conn, error) {
 		if c.dialTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, c.dialTimeout)
 			defer cancel()
 		}
-		opts := dialOpts
-		if capture != nil {
-			opts = append(dialOpts[:len(dialOpts):len(dialOpts)], redis.DialContextFunc(
-				func(ctx context.Context, network, addr string) (net.Conn, error) {
-					nc, err := nd(ctx, network, addr)
-					*capture = nc
-					return nc, err
-				}))
-		}
-		conn, err := redis.DialContext(ctx, "tcp", c.addr, opts...)
+		nc, err := nd(ctx, "tcp", c.addr)
 		if err != nil {
-			// A refused AUTH or SELECT is the master's reply: the
-			// driver's error, so that its code (WRONGPASS) is read.
-			return nil, serverError(err)
+			return nil, err
 		}
-		r.dials.Add(1)
-		return conn, nil
+		if len(hello) == 0 {
+			return nc, nil
+		}
+		if err := handshake(ctx, nc, hello); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc.SetDeadline(time.Time{}) // the caller bounds each use
+		return nc, nil
 	}
-	r.dial = func(ctx context.Context) (redis.Conn, error) { return r.dialNet(ctx, nil) }
-	r.pool = &redis.Pool{
-		MaxIdle:     c.maxIdle,
-		MaxActive:   c.maxActive,
-		IdleTimeout: c.idleTimeout,
-		Wait:        c.maxActive > 0,
-		DialContext: r.dial,
+}
+
+// handshake sends AUTH and SELECT in one write and reads their replies,
+// within ctx. A refused one is the master's reply, a driver.Error, so that
+// its code (WRONGPASS) is read.
+func handshake(ctx context.Context, nc net.Conn, hello [][]string) error {
+	dl, _ := ctx.Deadline()
+	nc.SetDeadline(dl)
+	// A ctx cancelled before its deadline cuts the handshake short too.
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	err := exchange(nc, dl, hello)
+	if !stop() {
+		// ctx ended, and may have cut the connection's deadline short
+		// whatever the exchange gave.
+		return errors.Join(ctx.Err(), err)
 	}
-	if c.pipeline {
-		r.pl = newPipeline(r, c.pipeConns, c.writeTimeout)
+	return err
+}
+
+// exchange sends the commands and reads a reply to each; it returns the
+// first error reply.
+func exchange(nc net.Conn, dl time.Time, commands [][]string) error {
+	conn := pipeline.NewConn(nc, 0)
+	if err := conn.Send(commands...); err != nil {
+		return err
 	}
-	return r, nil
+	var refused error
+	for range commands {
+		v, err := conn.Receive(dl)
+		if err != nil {
+			return err
+		}
+		if e, ok := v.(driver.Error); ok && refused == nil {
+			refused = e
+		}
+	}
+	return refused
 }
 
 // netDialer returns the function that opens the network connection,
-// including the TLS handshake, within the dial's ctx. redigo's own TLS
-// handshake is bounded only by a fixed timeout and ignores the ctx.
+// including the TLS handshake, within the dial's ctx.
 func netDialer(c config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 5 * time.Minute}
 	var tlsCfg *tls.Config
@@ -189,37 +199,14 @@ func netDialer(c config) func(ctx context.Context, network, addr string) (net.Co
 	}
 }
 
-// Get returns a pooled connection, dialling one within ctx's deadline if none
-// is idle.
-func (r *Redis) Get(ctx context.Context) (redis.Conn, error) {
-	conn, err := r.pool.GetContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return conn, nil
-}
-
-// Dial opens a connection outside the pool, with the pool's settings. The
-// caller owns it and closes it.
-func (r *Redis) Dial(ctx context.Context) (redis.Conn, error) { return r.dial(ctx) }
-
 // Addr returns the master's "host:port".
 func (r *Redis) Addr() string { return r.addr }
 
-// Dials returns how many connections this pool has opened so far.
-func (r *Redis) Dials() uint64 { return r.dials.Load() }
-
-// Stats returns the redigo pool's counters.
-func (r *Redis) Stats() redis.PoolStats { return r.pool.Stats() }
-
-// Close closes the idle connections, and in the pipelined mode the shared
-// ones: Evals waiting on them return an error at once. Connections in use
-// are closed when they are given back.
+// Close closes the shared connections: calls waiting on them return an
+// error at once, and calls after it fail.
 func (r *Redis) Close() error {
-	if r.pl != nil {
-		r.pl.close()
-	}
-	return r.pool.Close()
+	r.pl.Close()
+	return nil
 }
 
 // resolve builds the configuration New uses: the defaults, then what addr
@@ -256,16 +243,10 @@ func (c *config) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"dial timeout", c.dialTimeout}, {"read timeout", c.readTimeout}, {"write timeout", c.writeTimeout}, {"idle timeout", c.idleTimeout}} {
+	}{{"dial timeout", c.dialTimeout}, {"read timeout", c.readTimeout}, {"write timeout", c.writeTimeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Sprintf("%s %v is negative", d.name, d.v))
 		}
-	}
-	if c.maxIdle < 0 {
-		errs = append(errs, fmt.Sprintf("max idle %d is negative", c.maxIdle))
-	}
-	if c.maxActive < 0 {
-		errs = append(errs, fmt.Sprintf("max active %d is negative", c.maxActive))
 	}
 	if c.pipeConns < 1 || c.pipeConns > MaxPipelineConns {
 		errs = append(errs, fmt.Sprintf("pipeline connections %d not in 1..%d", c.pipeConns, MaxPipelineConns))

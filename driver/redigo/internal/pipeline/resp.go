@@ -1,4 +1,4 @@
-package redigo
+package pipeline
 
 import (
 	"bufio"
@@ -9,10 +9,6 @@ import (
 
 	"github.com/quorumlock/quorumlock/driver"
 )
-
-// The pipelined connection speaks RESP2 itself: it writes many callers'
-// commands into one buffer and reads replies as they come, which redigo's
-// connection, one Send/Flush caller at a time, does not allow.
 
 // appendArray appends the header of a command of n words.
 func appendArray(b []byte, n int) []byte {

@@ -1,4 +1,4 @@
-package redigo
+package pipeline
 
 import (
 	"context"
@@ -7,22 +7,19 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-var _ driver.Starter = (*Redis)(nil)
-
 // Start runs call as Eval does and hands what Eval would return to done
-// (see driver.Starter). In the pipelined mode, when a connection is open
-// and taking requests, the call's commands are sent from the caller's
-// goroutine and done runs on the connection's reader once the reply is in,
-// or on the connection's timer when ctx's deadline passes first; no
-// goroutine waits for the reply. Such a call is bounded by ctx's deadline
-// alone: a ctx cancelled before it does not cut the call short (the
-// caller, a fan-out, stops waiting on its own).
-// Otherwise (the pooled mode, a connection to open, a connection that
-// dropped under the call, a script the master has not cached) a goroutine
-// runs Eval or finishes the call as Eval would.
-func (r *Redis) Start(ctx context.Context, call driver.Call, done driver.Done) {
-	if r.pl == nil || !r.pl.start(ctx, call, done) {
-		go func() { done.Returned(r.Eval(ctx, call)) }()
+// (see driver.Starter). When a connection is open and taking requests, the
+// call's commands are sent from the caller's goroutine and done runs on the
+// connection's reader once the reply is in, or on the connection's timer
+// when ctx's deadline passes first; no goroutine waits for the reply. Such
+// a call is bounded by ctx's deadline alone: a ctx cancelled before it does
+// not cut the call short (the caller, a fan-out, stops waiting on its own).
+// Otherwise (a connection to open, a connection that dropped under the
+// call, a script the master has not cached) a goroutine runs Eval or
+// finishes the call as Eval would.
+func (pl *Pipeline) Start(ctx context.Context, call driver.Call, done driver.Done) {
+	if !pl.start(ctx, call, done) {
+		go func() { done.Returned(pl.Eval(ctx, call)) }()
 	}
 }
 
@@ -32,7 +29,7 @@ func (r *Redis) Start(ctx context.Context, call driver.Call, done driver.Done) {
 // own; it is copied out before the request is recycled.
 type started struct {
 	ctx      context.Context
-	pl       *pipeline
+	pl       *Pipeline
 	p        *pipe
 	q        *request
 	call     driver.Call
@@ -47,7 +44,7 @@ type started struct {
 // start sends call on a pipe already open, and reports false, having sent
 // nothing, when it cannot: no deadline, ctx already done, or no open pipe
 // taking requests.
-func (pl *pipeline) start(ctx context.Context, call driver.Call, done driver.Done) bool {
+func (pl *Pipeline) start(ctx context.Context, call driver.Call, done driver.Done) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok || ctx.Err() != nil {
 		return false
@@ -60,7 +57,7 @@ func (pl *pipeline) start(ctx context.Context, call driver.Call, done driver.Don
 	s := &q.started
 	*s = started{ctx: ctx, pl: pl, p: p, q: q, call: call, deadline: deadline, done: done}
 	// Read once the pipe is in hand, so that one just opened counts.
-	s.rep.Dials = pl.r.dials.Load()
+	s.rep.Dials = pl.dials.Load()
 	if call.Check != nil {
 		s.check = call.Check("")
 	}
@@ -94,7 +91,7 @@ func (s *started) replied() {
 	if q.err != nil {
 		err := q.err
 		c.pl.recycle(q)
-		if stale(err) && c.ctx.Err() == nil {
+		if Stale(err) && c.ctx.Err() == nil {
 			// The connection dropped under the call: Eval replaces it and
 			// sends the call again, as it does for a call of its own.
 			go c.again()
@@ -118,7 +115,7 @@ func (s *started) replied() {
 // again runs the call once more through Eval, after the connection dropped
 // under it.
 func (s started) again() {
-	rep, err := s.pl.r.Eval(s.ctx, s.call)
+	rep, err := s.pl.Eval(s.ctx, s.call)
 	rep.Lost = true
 	s.done.Returned(rep, err)
 }
@@ -132,8 +129,8 @@ func (s started) bySource() {
 	case err == errNotSent:
 		// The connection stopped taking requests in between: the call
 		// goes again as a whole, as Eval sends it.
-		s.done.Returned(s.pl.r.Eval(s.ctx, s.call))
-	case err != nil && stale(err) && s.ctx.Err() == nil:
+		s.done.Returned(s.pl.Eval(s.ctx, s.call))
+	case err != nil && Stale(err) && s.ctx.Err() == nil:
 		s.again()
 	default:
 		s.done.Returned(s.rep, err)
