@@ -76,6 +76,8 @@ func parseURL(addr string, c *config) error {
 	case "redis":
 	case "rediss":
 		c.useTLS = true
+	case "redis+cluster", "rediss+cluster":
+		return fmt.Errorf("redigo: address %q: a Redis Cluster's URL is for Open or NewCluster, not New", redact(addr))
 	default:
 		return fmt.Errorf("redigo: address %q: scheme %q is not redis or rediss", redact(addr), u.Scheme)
 	}

@@ -106,8 +106,7 @@ func TestResolve_BadAddresses(t *testing.T) {
 		{"URL bad duration", "redis://h?dial_timeout=soon", "dial_timeout="},
 		{"URL duration without unit", "redis://h?read_timeout=5", "read_timeout="},
 		{"URL negative duration", "redis://h?write_timeout=-1s", "write timeout -1s is negative"},
-		{"URL negative write timeout", "redis://h?write_timeout=-1m", "write timeout -1m0s is negative"},
-		{"URL bad db parameter", "redis://h?db=many", "db="},
+		{"cluster URL", "redis+cluster://h:1,h:2", "for Open or NewCluster"},
 		// The connections are shared: there is no pool to size.
 		{"URL max_idle", "redis://h?max_idle=5", `unknown parameter "max_idle"`},
 		{"URL bad pipeline_conns", "redis://h?pipeline_conns=0", "pipeline connections 0 not in 1..64"},
