@@ -117,7 +117,7 @@ func dialer(c config) func(ctx context.Context) (net.Conn, error) {
 			ctx, cancel = context.WithTimeout(ctx, c.dialTimeout)
 			defer cancel()
 		}
-		nc, err := nd(ctx, "tcp", c.addr)
+		nc, err := nd(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +172,7 @@ func exchange(nc net.Conn, dl time.Time, commands [][]string) error {
 
 // netDialer returns the function that opens the network connection,
 // including the TLS handshake, within the dial's ctx.
-func netDialer(c config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func netDialer(c config) func(ctx context.Context) (net.Conn, error) {
 	d := &net.Dialer{KeepAlive: 5 * time.Minute}
 	var tlsCfg *tls.Config
 	if c.useTLS {
@@ -185,8 +185,8 @@ func netDialer(c config) func(ctx context.Context, network, addr string) (net.Co
 			tlsCfg.ServerName = host
 		}
 	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, addr)
+	return func(ctx context.Context) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, "tcp", c.addr)
 		if err != nil || tlsCfg == nil {
 			return conn, err
 		}
