@@ -13,7 +13,7 @@ import (
 // input; New's errors must never show it.
 const fuzzSecret = "Fz9pw"
 
-// FuzzNew checks that New never panics, that a pool it returns has a
+// FuzzNew checks that New never panics, that a driver it returns has a
 // dialable "host:port", and that its errors never show a password. The seed
 // corpus runs in every plain go test.
 func FuzzNew(f *testing.F) {

@@ -193,7 +193,7 @@ func TestPipeline_ConcurrentEvals_EachGetsItsOwnReplyOnOneConnection(t *testing.
 			t.Error(err)
 		}
 		assert.EqualValues(t, 1, redigo.Dials(p), "every call shared one connection")
-		assert.Equal(t, 1, clientsOf(t, srv.Addr()), "the server sees one connection from the pool")
+		assert.Equal(t, 1, clientsOf(t, srv.Addr()), "the server sees one connection from the driver")
 	})
 }
 
@@ -360,7 +360,7 @@ func TestPipeline_StoppedAndContinuedMaster_NoMismatchNoResidue(t *testing.T) {
 			assert.Equal(t, strings.TrimPrefix(k, "k:"), v, "key %s", k)
 		}
 		c.Close()
-		eventually(t, "the pool is down to one connection", func() bool { return clientsOf(t, srv.Addr()) == 1 })
+		eventually(t, "the driver is down to one connection", func() bool { return clientsOf(t, srv.Addr()) == 1 })
 		rep, err := w.within(p, waitLimit, echoCall("last"))
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "last"))
