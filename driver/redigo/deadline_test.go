@@ -135,6 +135,37 @@ func TestDeadline_PausedServer_CancelEndsTheHandshake(t *testing.T) {
 	}
 }
 
+// With no deadline on the ctx and no dial timeout, the read timeout
+// bounds AUTH and SELECT.
+func TestDeadline_PausedServer_ReadTimeoutBoundsTheHandshake(t *testing.T) {
+	targets := pausedTargets(t)
+	for _, name := range []string{"AUTH", "SELECT"} {
+		target := targets[name]
+		t.Run(name, func(t *testing.T) {
+			opts := append([]redigo.Option{redigo.WithDialTimeout(0), redigo.WithReadTimeout(shortWait)}, target.opts...)
+			p := newPool(t, target.addr, opts...)
+
+			got := make(chan error, 1) // a dial that hangs ends when the cleanup resumes the server
+			begin := time.Now()
+			go func() {
+				conn, err := redigo.Dial(context.Background(), p)
+				if err == nil {
+					conn.Close()
+				}
+				got <- err
+			}()
+			select {
+			case err := <-got:
+				require.Error(t, err)
+				assert.True(t, isTimeout(err), "not a timeout: %v", err)
+				assert.Less(t, time.Since(begin), shortWait+slack)
+			case <-time.After(shortWait + slack):
+				t.Fatal("the handshake outlived the read timeout")
+			}
+		})
+	}
+}
+
 // With no deadline on the ctx, the dial timeout bounds the whole dial: the
 // connect, the TLS handshake, AUTH and SELECT.
 func TestDeadline_PausedServer_DialTimeoutBoundsTheWholeDial(t *testing.T) {

@@ -124,7 +124,7 @@ func dialer(c config) func(ctx context.Context) (net.Conn, error) {
 		if len(hello) == 0 {
 			return nc, nil
 		}
-		if err := handshake(ctx, nc, hello); err != nil {
+		if err := handshake(ctx, nc, hello, c.readTimeout); err != nil {
 			nc.Close()
 			return nil, err
 		}
@@ -134,10 +134,14 @@ func dialer(c config) func(ctx context.Context) (net.Conn, error) {
 }
 
 // handshake sends AUTH and SELECT in one write and reads their replies,
-// within ctx. A refused one is the master's reply, a driver.Error, so that
-// its code (WRONGPASS) is read.
-func handshake(ctx context.Context, nc net.Conn, hello [][]string) error {
-	dl, _ := ctx.Deadline()
+// within ctx, or within the read timeout when ctx has no deadline (a dial
+// timeout of 0). A refused one is the master's reply, a driver.Error, so
+// that its code (WRONGPASS) is read.
+func handshake(ctx context.Context, nc net.Conn, hello [][]string, read time.Duration) error {
+	dl, ok := ctx.Deadline()
+	if !ok && read > 0 {
+		dl = time.Now().Add(read)
+	}
 	nc.SetDeadline(dl)
 	// A ctx cancelled before its deadline cuts the handshake short too.
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
