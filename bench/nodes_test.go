@@ -10,8 +10,8 @@ import (
 
 	"github.com/quorumlock/quorumlock/driver"
 	goredisdriver "github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -31,7 +31,7 @@ func standaloneNodes(addrs []string) []lockNode {
 	return ns
 }
 
-// url is the node as pool.Open takes it: the address, or a
+// url is the node as redigo.Open takes it: the address, or a
 // redis+cluster:// URL listing the seeds.
 func (n lockNode) url() string {
 	if n.cluster {
@@ -41,20 +41,16 @@ func (n lockNode) url() string {
 }
 
 // nodeNames are the contenders newNodeContender makes on standalone
-// masters and on clusters alike, in table order. quorumlock pipelined is
-// not among them: pool.NewCluster's node pools take the pooled mode
-// whatever the options say, so on clusters the library runs pooled, and
-// quorumlock-pooled is its measure on both.
+// masters and on clusters alike, in table order, besides quorumlock.
 func nodeNames() []string {
-	return []string{"quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials", "redsync-goredis"}
+	return []string{"quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials", "redsync-goredis"}
 }
 
 // newNodeContender returns the named contender over nodes, its commands
 // counted in sent, closed with the test:
 //
-//   - quorumlock, quorumlock-pooled: the library over pool.Open, pipelined
-//     or pooled: a pool.Redis for a master, a pool.Cluster for a
-//     redis+cluster:// URL (whose node pools are pooled either way);
+//   - quorumlock: the library over redigo.Open: a redigo.Redis for a
+//     master, a redigo.Cluster for a redis+cluster:// URL;
 //   - quorumlock-goredis: the library over the go-redis adapter, with a
 //     *goredis.Client per master or a *goredis.ClusterClient per cluster;
 //   - quorumlock-rueidis: the library over the rueidis adapter as it comes,
@@ -79,7 +75,7 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 		r := NewRedsyncGoRedis(clients, lockTTL)
 		tb.Cleanup(func() { r.Close() })
 		return r
-	case "quorumlock", "quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials":
+	case "quorumlock", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials":
 	default:
 		tb.Fatalf("no contender %q", name)
 	}
@@ -90,8 +86,8 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 			err error
 		)
 		switch name {
-		case "quorumlock", "quorumlock-pooled":
-			m, err = pool.Open(n.url(), pool.WithPipeline(name == "quorumlock"))
+		case "quorumlock":
+			m, err = redigo.Open(n.url())
 			if err == nil {
 				m = counted(m, sent)
 			}
