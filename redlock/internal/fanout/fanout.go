@@ -60,7 +60,9 @@ type Config struct {
 	// it returns, but does not wait for one to reach Need: it returns as
 	// soon as the other nodes still outstanding cannot bring the count
 	// there, rather than wait out the timeout for an answer unlikely to
-	// come.
+	// come. When the other nodes are too few to reach Need at all, every
+	// node is waited for as usual: not waiting could only fail, and an
+	// answer from a node thought silent is what shows it answers again.
 	Silent func(i int) bool
 }
 
@@ -249,6 +251,12 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 			res.nodes[i].silent = true
 			s.silent++
 		}
+	}
+	if n-s.silent < need { // see Config.Silent
+		for i := range res.nodes {
+			res.nodes[i].silent = false
+		}
+		s.silent = 0
 	}
 	for i := range res.nodes {
 		start(opCtx, &res.nodes[i])
