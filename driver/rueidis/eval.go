@@ -13,18 +13,16 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// Eval runs a script on the master: see driver.Master. The guard's questions
-// and the script go out as one DoMulti, which rueidis writes as one batch on
-// one connection and answers in order. A call that meets a connection
-// found dead is tried again, up to twice, within ctx; without a deadline in
-// ctx, WithTimeout bounds each try.
-//
-// Without WithDials, the call is pipelined with the client's other commands,
-// on whichever connection rueidis picks, and counts as one dial of its own:
-// the guard's questions go with every call. With WithDials, the call takes
-// a dedicated connection of the client's first, reads the dial count, and
-// sends the questions only when a connection was opened since the guard's
-// last answers, as the redigo driver does.
+// Eval runs a script on the master: see driver.Master. The call goes on the
+// lock's connection to the server (see line), pipelined with the lock's
+// other calls. The guard's questions, when due, and the script go out as
+// one DoMulti, which rueidis writes as one batch on that connection and
+// answers in order. The questions are due when the connection is one the
+// guard has no answers from, by its number (driver.Reply.Dials): a new
+// connection, the first one included, is the only way to another server
+// process. A call that meets a connection found dead is tried again, on a
+// new one, up to twice, within ctx; without a deadline in ctx, WithTimeout
+// bounds each try.
 func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
 	if call.Script == nil {
 		return driver.Reply{}, fmt.Errorf("%w: call without a script", ErrInvalid)
@@ -55,49 +53,40 @@ func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, 
 	if m.cluster {
 		return m.evalCluster(ctx, call)
 	}
-	return m.onNode(ctx, m.client, "", call)
+	return m.onNode(ctx, m.standalone, &m.one, "", call)
 }
 
-// dedicate takes a dedicated connection of client's within ctx. rueidis
-// dials a new one without a ctx, bounded by the client's dial timeout; one
-// that arrives after ctx ended goes back to the client's pool.
-func dedicate(ctx context.Context, client rueidis.Client) (rueidis.DedicatedClient, func(), error) {
-	type dedicated struct {
-		dc      rueidis.DedicatedClient
-		release func()
+// onNode runs call once on l's connection to the one server named server
+// ("" for a standalone master), taken through the client node returns when
+// l has none. A connection
+// that fails other than by ctx's end or a reply of the master's is closed,
+// and the next call takes a new one.
+func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, bool, error) {
+	h, err := l.conn(ctx, node)
+	if err != nil {
+		return driver.Reply{Server: server}, false, err
 	}
-	got := make(chan dedicated, 1)
-	go func() {
-		dc, release := client.Dedicate()
-		got <- dedicated{dc, release}
-	}()
-	select {
-	case d := <-got:
-		return d.dc, d.release, nil
-	case <-ctx.Done():
-		go func() { (<-got).release() }()
-		return nil, nil, ctx.Err()
+	rep, retry, err := m.run(ctx, h.dc, server, h.n, call)
+	var de driver.Error
+	if err != nil && ctx.Err() == nil && !errors.As(err, &de) {
+		l.drop(h)
 	}
+	return rep, retry, err
 }
 
-// run sends call through cc, on one connection to server. With dial
-// counts, dials is the count of connections opened to server when cc got
-// its connection, and the check's questions go when it is due by it.
-// Without (dials is nil), the connection is whichever rueidis picks, new or
-// not, so the questions go whenever the call has a check; and the reply is
-// numbered when it returns, not before it is sent (see numbered).
-// retry reports an error of a connection that died before the call.
-func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server string, dials *uint64, call driver.Call) (rep driver.Reply, retry bool, err error) {
-	rep.Server = server
+// standalone returns the client, for a standalone master's connection.
+func (m *Master) standalone() (rueidis.Client, error) { return m.client, nil }
+
+// run sends call through cc, connection number n to server, with the
+// check's questions when they are due by n. retry reports an error of a
+// connection that died before the call.
+func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server string, n uint64, call driver.Call) (rep driver.Reply, retry bool, err error) {
+	rep.Server, rep.Dials = server, n
 	var check *driver.Check
 	if call.Check != nil {
 		check = call.Check(server)
 	}
-	asked := check != nil
-	if dials != nil {
-		rep.Dials = *dials
-		asked = check.Due(rep.Dials)
-	}
+	asked := check.Due(n)
 	var questions [][]string
 	if asked {
 		questions = check.Commands()
@@ -110,9 +99,6 @@ func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server strin
 		// connection that runs the script.
 		v, answers, err = batch(ctx, cc, questions, eval(cc, call, argv))
 	}
-	if dials == nil {
-		rep.Dials = m.numbered()
-	}
 	rep.Answers = answers
 	if err != nil && stale(err) && ctx.Err() == nil {
 		return rep, true, err
@@ -123,19 +109,6 @@ func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server strin
 	rep.Value = v
 	return rep, false, nil
 }
-
-// numbered returns the next number of a reply that came without dial
-// counts, as its Reply.Dials: every call counts as a new connection, and the
-// guard keeps the answers of the highest number it has seen, dropping any
-// that come to it with a lower one. Numbering a reply as it returns, rather
-// than as its call is sent, keeps the numbers in the order the answers came
-// back in: a call sent before a master restarted, and answered by the old
-// process, cannot be numbered above one answered by the new process unless
-// it stalled between its reply and its number for the whole restart. (Even
-// then only if the other call stalled too, between its number and the
-// guard, so that the guard drops the newer answers; a client that cannot
-// afford even that counts its dials: see WithDials.)
-func (m *Master) numbered() uint64 { return m.calls.Add(1) }
 
 func evalsha(client rueidis.CommandClient, call driver.Call, argv []string) rueidis.Completed {
 	return client.B().Evalsha().Sha1(call.Script.SHA).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
@@ -185,11 +158,17 @@ func isNoScript(err error) bool {
 }
 
 // stale reports errors of a connection that died before the call, as after
-// a master restart; a fresh connection may well succeed.
+// a master restart; a fresh connection may well succeed. The caller's ctx is
+// still alive: a ctx error is then the one a connection died of, when an
+// earlier call's deadline ended it while it was the only one waiting
+// (rueidis' pipe.syncDoMulti), and the call never went out.
 func stale(err error) bool {
 	var de driver.Error
 	if errors.As(err, &de) {
 		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -197,5 +176,5 @@ func stale(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrClosing)
 }
