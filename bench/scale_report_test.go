@@ -156,7 +156,6 @@ func scaleRatios(rounds []Round) string {
 		{"3 clusters: locks/s quorumlock / quorumlock-pooled", Ratio("scale-clusters/quorumlock/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 		{"3 clusters: locks/s quorumlock-goredis / redsync-goredis", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/redsync-goredis/ops_s")},
 		{"3 clusters: locks/s quorumlock-goredis / quorumlock-pooled", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
-		{"3 clusters: locks/s quorumlock-rueidis-dials / quorumlock-pooled", Ratio("scale-clusters/quorumlock-rueidis-dials/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", d.title, Summarise(series(rounds, d.value)).Format("%.2f"))
 	}
