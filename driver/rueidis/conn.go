@@ -11,13 +11,7 @@ import (
 // The lock's connection to each server. The driver holds one dedicated
 // connection of the client's per server (Client.Dedicate) for as long as it
 // lives, and sends every call to that server on it, from any number of
-// goroutines at once. rueidis pipelines concurrent commands on one
-// connection by itself: the pipe queues each DoMulti as one entry and its
-// background writer flushes what is queued in one write (pipe.DoMulti puts
-// the batch with queue.PutMulti; pipe._backgroundWrite), and the reader
-// hands the replies back in order. So the calls are pipelined as on the
-// client's shared connections, and the guard's questions and the script of
-// one DoMulti go out together, in order, on one connection.
+// goroutines at once, pipelined: see batcher.
 //
 // Holding the connection is what lets the driver know when the guard must
 // ask: rueidis never redials a connection it has handed out, so every
@@ -36,14 +30,16 @@ type line struct {
 	taken   uint64 // connections taken; the current one's number
 	closed  bool   // the master is closed: no more connections
 	dialing sync.WaitGroup
+	senders sync.WaitGroup // the senders of the connections taken (see batcher)
 }
 
-// held is one dedicated connection, ready once dc is set. rueidis hands
-// one out even when it cannot dial, and its calls then fail with why.
+// held is one dedicated connection, ready once dc and b are set. rueidis
+// hands one out even when it cannot dial, and its calls then fail with why.
 type held struct {
 	n       uint64 // its number on the line, as Reply.Dials reports it
 	ready   chan struct{}
 	dc      rueidis.DedicatedClient
+	b       *batcher // sends the calls on dc
 	release func()
 }
 
@@ -82,6 +78,22 @@ func (l *line) conn(ctx context.Context, node func() (rueidis.Client, error)) (*
 	}
 }
 
+// ready returns the line's connection when it has one ready, or nil.
+func (l *line) ready() *held {
+	l.mu.Lock()
+	h := l.cur
+	l.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	select {
+	case <-h.ready:
+		return h
+	default:
+		return nil
+	}
+}
+
 // open takes the line's first connection in the background.
 func (l *line) open(client rueidis.Client) {
 	l.mu.Lock()
@@ -101,13 +113,15 @@ func (l *line) take(client rueidis.Client) *held {
 	go func() {
 		defer l.dialing.Done()
 		h.dc, h.release = client.Dedicate()
+		h.b = newBatcher(h.dc, &l.senders)
 		close(h.ready)
 	}()
 	return h
 }
 
 // drop closes h, which failed, unless the line has moved on already: the
-// next call takes a new connection, and the guard asks on it.
+// next call takes a new connection, and the guard asks on it. It does not
+// wait for h's sender, which may call it.
 func (l *line) drop(h *held) {
 	l.mu.Lock()
 	if l.cur != h {
@@ -117,10 +131,11 @@ func (l *line) drop(h *held) {
 	l.cur = nil
 	l.mu.Unlock()
 	h.dc.Close() // closes the connection, and gives it back to the client's pool, which discards it
+	h.b.close()
 }
 
 // close gives the line's connection back to the client, once any dial in
-// flight has ended, and takes no more.
+// flight has ended and every sender has, and takes no more.
 func (l *line) close() {
 	l.mu.Lock()
 	l.closed = true
@@ -128,6 +143,10 @@ func (l *line) close() {
 	l.cur = nil
 	l.mu.Unlock()
 	l.dialing.Wait()
+	if h != nil {
+		h.b.close()
+	}
+	l.senders.Wait()
 	if h != nil {
 		h.release()
 	}

@@ -66,38 +66,49 @@ func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error)
 	if err != nil {
 		return driver.Reply{Server: server}, false, err
 	}
-	rep, retry, err := m.run(ctx, h.dc, server, h.n, call)
-	var de driver.Error
-	if err != nil && ctx.Err() == nil && !errors.As(err, &de) {
+	rep, retry, err := m.run(ctx, h, server, call)
+	if broken(ctx, err) {
 		l.drop(h)
 	}
 	return rep, retry, err
 }
 
+// broken reports whether err, a call's error, shows its connection
+// broken: neither a reply of the master's nor the end of ctx. A batch is
+// sent with the ctx of one of its calls (see batcher.sendQueued), which
+// may have been cancelled just as it went: its context.Canceled leaves the
+// connection as it was.
+func broken(ctx context.Context, err error) bool {
+	var de driver.Error
+	return err != nil && ctx.Err() == nil && !errors.As(err, &de) && !errors.Is(err, context.Canceled)
+}
+
 // standalone returns the client, for a standalone master's connection.
 func (m *Master) standalone() (rueidis.Client, error) { return m.client, nil }
 
-// run sends call through cc, connection number n to server, with the
-// check's questions when they are due by n. retry reports an error of a
-// connection that died before the call.
-func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server string, n uint64, call driver.Call) (rep driver.Reply, retry bool, err error) {
-	rep.Server, rep.Dials = server, n
+// run sends call on h, a connection to server, with the check's questions
+// when they are due by h's number. retry reports an error of a connection
+// that died before the call.
+func (m *Master) run(ctx context.Context, h *held, server string, call driver.Call) (rep driver.Reply, retry bool, err error) {
+	rep.Server, rep.Dials = server, h.n
 	var check *driver.Check
 	if call.Check != nil {
 		check = call.Check(server)
 	}
-	asked := check.Due(n)
+	asked := check.Due(h.n)
 	var questions [][]string
 	if asked {
 		questions = check.Commands()
 	}
 	argv := call.Argv(check, asked)
-	v, answers, err := batch(ctx, cc, questions, evalsha(cc, call, argv))
+	cmds := commands(h.dc, questions, evalsha(h.dc, call, argv))
+	v, answers, err := replies(h.b.do(ctx, cmds), len(questions))
 	if isNoScript(err) {
 		// The master lost its script cache: send the source instead, with
 		// the questions again, so that their answers come from the
 		// connection that runs the script.
-		v, answers, err = batch(ctx, cc, questions, eval(cc, call, argv))
+		cmds = commands(h.dc, questions, eval(h.dc, call, argv))
+		v, answers, err = replies(h.b.do(ctx, cmds), len(questions))
 	}
 	rep.Answers = answers
 	if err != nil && stale(err) && ctx.Err() == nil {
@@ -118,23 +129,27 @@ func eval(client rueidis.CommandClient, call driver.Call, argv []string) rueidis
 	return client.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
 }
 
-// batch sends the questions and then the script as one DoMulti, and returns
-// the script's reply in the neutral form, the answers (nil without
-// questions), and the script's error: a driver.Error for an error reply.
-func batch(ctx context.Context, client rueidis.CommandClient, questions [][]string, script rueidis.Completed) (any, []any, error) {
-	cmds := make(rueidis.Commands, 0, len(questions)+1)
+// commands returns the questions and then the script, to go out in one
+// round trip.
+func commands(client rueidis.CommandClient, questions [][]string, script rueidis.Completed) []rueidis.Completed {
+	cmds := make([]rueidis.Completed, 0, len(questions)+1)
 	for _, q := range questions {
 		cmds = append(cmds, client.B().Arbitrary(q...).Build())
 	}
-	cmds = append(cmds, script)
-	res := client.DoMulti(ctx, cmds...)
-	if len(res) != len(cmds) {
-		return nil, nil, fmt.Errorf("rueidisdriver: %d replies to %d commands", len(res), len(cmds))
+	return append(cmds, script)
+}
+
+// replies reads the replies to commands' questions (asked of them) and
+// script: the script's reply in the neutral form, the answers (nil without
+// questions), and the script's error, a driver.Error for an error reply.
+func replies(res []rueidis.RedisResult, asked int) (any, []any, error) {
+	if len(res) != asked+1 {
+		return nil, nil, fmt.Errorf("rueidisdriver: %d replies to %d commands", len(res), asked+1)
 	}
 	var answers []any
-	if len(questions) > 0 {
-		answers = make([]any, len(questions))
-		for i := range questions {
+	if asked > 0 {
+		answers = make([]any, asked)
+		for i := range asked {
 			a, err := neutral(res[i])
 			if err != nil {
 				return nil, nil, err
@@ -142,7 +157,7 @@ func batch(ctx context.Context, client rueidis.CommandClient, questions [][]stri
 			answers[i] = a
 		}
 	}
-	v, err := neutral(res[len(questions)])
+	v, err := neutral(res[asked])
 	if err != nil {
 		return nil, answers, err
 	}
@@ -159,15 +174,15 @@ func isNoScript(err error) bool {
 
 // stale reports errors of a connection that died before the call, as after
 // a master restart; a fresh connection may well succeed. The caller's ctx is
-// still alive: a ctx error is then the one a connection died of, when an
-// earlier call's deadline ended it while it was the only one waiting
+// still alive: a deadline error is then the one a connection died of, when
+// an earlier call's deadline ended it while it was the only one waiting
 // (rueidis' pipe.syncDoMulti), and the call never went out.
 func stale(err error) bool {
 	var de driver.Error
 	if errors.As(err, &de) {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var ne net.Error
@@ -176,5 +191,6 @@ func stale(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrClosing)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrClosing) ||
+		errors.Is(err, rueidis.ErrDedicatedClientRecycled)
 }

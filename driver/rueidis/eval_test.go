@@ -201,8 +201,58 @@ func TestClose_LeavesTheClientOpen(t *testing.T) {
 // A call without a script is refused, not a panic.
 func TestEval_NoScriptIsInvalid(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
-	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
-	require.NoError(t, err)
-	_, err = m.Eval(ctxFor(t, time.Second), driver.Call{Keys: []string{"k"}})
+	m := newMaster(t, standalone(t, srv[0].Addr()))
+	_, err := m.Eval(ctxFor(t, time.Second), driver.Call{Keys: []string{"k"}})
 	assert.ErrorIs(t, err, rueidisdriver.ErrInvalid)
+}
+
+// Calls from many goroutines at once, through Eval and through Start, some
+// with the guard's questions ahead of their script, go out in shared
+// batches on one connection: each gets its own reply and its own answers.
+func TestEval_ConcurrentCallsEachGetTheirOwnReply(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m := newMaster(t, standalone(t, srv[0].Addr()))
+	echo := driver.NewScript("echo", `return ARGV[1]`)
+	ask := &driver.Check{Questions: [][]string{{"ECHO", "a"}, {"ECHO", "b"}}, Always: true}
+	ctx := ctxFor(t, 30*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32*20)
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 20 {
+				arg := fmt.Sprintf("%d-%d", g, i)
+				call := driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{arg}}
+				asked := (g+i)%3 == 0
+				if asked {
+					call.Check = func(string) *driver.Check { return ask }
+				}
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				var rep driver.Reply
+				var err error
+				if g%2 == 0 {
+					rep, err = m.Eval(cctx, call)
+				} else {
+					got := make(chan struct{})
+					m.Start(cctx, call, driver.DoneFunc(func(r driver.Reply, e error) { rep, err = r, e; close(got) }))
+					<-got
+				}
+				cancel()
+				switch {
+				case err != nil:
+					errs <- err
+				case rep.Value != arg:
+					errs <- fmt.Errorf("call %s got %v", arg, rep.Value)
+				case asked && !assert.ObjectsAreEqual([]any{"a", "b"}, rep.Answers):
+					errs <- fmt.Errorf("call %s got answers %v", arg, rep.Answers)
+				case !asked && rep.Answers != nil:
+					errs <- fmt.Errorf("call %s got answers %v unasked", arg, rep.Answers)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -1,0 +1,231 @@
+package rueidisdriver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Gathering the calls of many goroutines into one write. Left to itself, a
+// rueidis connection shared by concurrent callers writes about one command
+// per write system call here: its background writer wakes for each command
+// queued and flushes as soon as its queue is empty, and the master then
+// reads and answers each one apart too. So the driver keeps at most one
+// DoMulti in flight per connection, and the calls that come meanwhile wait
+// and go out together in the next one: as many as came during a round
+// trip, in one write, read by the master in one go. A call that finds the
+// connection idle goes out at once, from its own goroutine; the calls that
+// queued behind a batch go out from the connection's sender goroutine.
+//
+// One DoMulti on a dedicated connection is written as one batch and its
+// replies read in order, on that connection only: DedicatedClient.DoMulti
+// (rueidis client.go, dedicatedSingleClient.DoMulti) hands the commands to
+// its one wire, and with no other DoMulti in flight the pipe writes them all
+// and flushes once, then reads one reply per command (pipe.go,
+// pipe.DoMulti and pipe.syncDoMulti). Each call's commands are contiguous in
+// the batch, in its order, so a call's questions still go just ahead of its
+// script, on the same connection, in the same round trip.
+
+// batcher sends the calls on one connection.
+type batcher struct {
+	dc rueidis.DedicatedClient
+
+	mu      sync.Mutex
+	busy    bool // a DoMulti is in flight, or the sender is to send
+	pending []entry
+	stopped bool
+
+	kick    chan struct{} // wakes the sender; buffered
+	stop    chan struct{} // closed to end the sender
+	stopper sync.Once
+}
+
+// entry is one call's commands in a batch, and who takes their replies.
+type entry struct {
+	ctx  context.Context
+	cmds []rueidis.Completed
+	to   receiver
+}
+
+// receiver takes the replies to an entry's commands, one per command, on
+// the sender's goroutine: it must not block.
+type receiver interface {
+	sent(res []rueidis.RedisResult)
+}
+
+// waiter is the receiver of a caller that waits (batcher.do).
+type waiter struct {
+	res  []rueidis.RedisResult
+	done chan struct{}
+}
+
+func (w *waiter) sent(res []rueidis.RedisResult) {
+	w.res = res
+	close(w.done)
+}
+
+// newBatcher starts the sender of dc, counted in senders until it ends.
+func newBatcher(dc rueidis.DedicatedClient, senders *sync.WaitGroup) *batcher {
+	b := &batcher{dc: dc, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	senders.Go(b.run)
+	return b
+}
+
+// do sends cmds and returns their replies, one per command, within ctx: at
+// once from the caller's goroutine when the connection is idle, or else
+// with the next batch.
+func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return fill(len(cmds), rueidis.ErrClosing)
+	}
+	if !b.busy {
+		b.busy = true
+		b.mu.Unlock()
+		res := b.dc.DoMulti(ctx, cmds...)
+		b.idle()
+		return res
+	}
+	w := &waiter{done: make(chan struct{})}
+	b.pending = append(b.pending, entry{ctx, cmds, w})
+	b.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.res
+	case <-ctx.Done():
+		// The sender skips a call whose ctx has ended, and drops the
+		// replies of one it sent.
+		return fill(len(cmds), ctx.Err())
+	}
+}
+
+// start queues cmds for the sender, which hands their replies to to, and
+// returns at once. After the batcher stopped, to takes rueidis.ErrClosing
+// before start returns.
+func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiver) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		to.sent(fill(len(cmds), rueidis.ErrClosing))
+		return
+	}
+	b.pending = append(b.pending, entry{ctx, cmds, to})
+	wake := !b.busy
+	b.busy = true
+	b.mu.Unlock()
+	if wake {
+		b.wake()
+	}
+}
+
+// idle ends a DoMulti sent from a caller's goroutine: the connection is
+// free, or, when calls queued meanwhile, the sender takes them.
+func (b *batcher) idle() {
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.busy = false
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	b.wake()
+}
+
+// wake hands the queued calls to the sender. Whoever sets busy with calls
+// queued wakes it once, and only the sender clears busy then, so a wake
+// is never lost nor left over.
+func (b *batcher) wake() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the sender: it sends what has queued, one batch at a time, until
+// stopped, and then fails what is left.
+func (b *batcher) run() {
+	for {
+		select {
+		case <-b.kick:
+		case <-b.stop:
+			b.mu.Lock()
+			left := b.pending
+			b.pending, b.stopped = nil, true
+			b.mu.Unlock()
+			for _, e := range left {
+				e.to.sent(fill(len(e.cmds), rueidis.ErrClosing))
+			}
+			return
+		}
+		for b.sendQueued() {
+		}
+	}
+}
+
+// sendQueued sends the calls queued, as one DoMulti, and reports whether
+// more queued meanwhile; when none did, the connection is idle again.
+func (b *batcher) sendQueued() bool {
+	b.mu.Lock()
+	batch := b.pending
+	b.pending = nil
+	if len(batch) == 0 {
+		b.busy = false
+		b.mu.Unlock()
+		return false
+	}
+	b.mu.Unlock()
+
+	var (
+		cmds []rueidis.Completed
+		last time.Time
+		ctx  context.Context // the ctx of the call with the latest deadline
+		live = batch[:0]
+	)
+	for _, e := range batch {
+		if err := e.ctx.Err(); err != nil {
+			e.to.sent(fill(len(e.cmds), err)) // nothing is sent for it
+			continue
+		}
+		// Every call has a deadline: see Master.Eval and Master.Start.
+		if dl, _ := e.ctx.Deadline(); ctx == nil || dl.After(last) {
+			ctx, last = e.ctx, dl
+		}
+		cmds = append(cmds, e.cmds...)
+		live = append(live, e)
+	}
+	if len(live) > 0 {
+		// The batch lasts as long as its longest-lived call; a caller that
+		// waits returns at its own deadline. With no other DoMulti in
+		// flight, rueidis reads only the deadline of ctx (pipe.syncDoMulti).
+		res := b.dc.DoMulti(ctx, cmds...)
+		for _, e := range live {
+			n := len(e.cmds)
+			e.to.sent(res[:n:n])
+			res = res[n:]
+		}
+	}
+	b.mu.Lock()
+	more := len(b.pending) > 0
+	if !more {
+		b.busy = false
+	}
+	b.mu.Unlock()
+	return more
+}
+
+// close has the sender end, once its DoMulti in flight has returned. It
+// does not wait, so that the sender itself may call it.
+func (b *batcher) close() {
+	b.stopper.Do(func() { close(b.stop) })
+}
+
+func fill(n int, err error) []rueidis.RedisResult {
+	res := make([]rueidis.RedisResult, n)
+	for i := range res {
+		res[i] = rueidis.NewErrorResult(err)
+	}
+	return res
+}
