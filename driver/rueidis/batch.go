@@ -12,35 +12,43 @@ import (
 // rueidis connection shared by concurrent callers writes about one command
 // per write system call here: its background writer wakes for each command
 // queued and flushes as soon as its queue is empty, and the master then
-// reads and answers each one apart too. So the driver keeps at most one
-// DoMulti in flight per connection, and the calls that come meanwhile wait
-// and go out together in the next one: as many as came during a round
-// trip, in one write, read by the master in one go. A call that finds the
-// connection idle goes out at once, from its own goroutine; the calls that
-// queued behind a batch go out from the connection's sender goroutine.
+// reads and answers each one apart too. So the driver keeps at most depth
+// DoMultis in flight per connection, and the calls that come meanwhile
+// wait and go out together in the next one: as many as came during a round
+// trip, in one write, read by the master in one go. A call of Eval that
+// finds a turn free goes out at once, from its own goroutine; the others
+// go out from the connection's sender goroutines.
 //
-// One DoMulti on a dedicated connection is written as one batch and its
-// replies read in order, on that connection only: DedicatedClient.DoMulti
-// (rueidis client.go, dedicatedSingleClient.DoMulti) hands the commands to
-// its one wire, and with no other DoMulti in flight the pipe writes them all
+// One DoMulti on a dedicated connection is written as one run of commands
+// and its replies read in order, on that connection only:
+// DedicatedClient.DoMulti (rueidis client.go, dedicatedSingleClient.DoMulti)
+// hands the commands to its one wire; alone on the pipe, it writes them all
 // and flushes once, then reads one reply per command (pipe.go,
-// pipe.DoMulti and pipe.syncDoMulti). Each call's commands are contiguous in
-// the batch, in its order, so a call's questions still go just ahead of its
-// script, on the same connection, in the same round trip.
+// pipe.DoMulti and pipe.syncDoMulti); beside another, it is queued as one
+// entry (ring.PutMulti), which the background writer writes whole
+// (pipe._backgroundWrite), and its replies are read in order. Each call's
+// commands are contiguous in the batch, in its order, so a call's questions
+// still go just ahead of its script, on the same connection, in the same
+// round trip.
 
 // batcher sends the calls on one connection.
 type batcher struct {
 	dc rueidis.DedicatedClient
 
-	mu      sync.Mutex
-	busy    bool // a DoMulti is in flight, or the sender is to send
-	pending []entry
-	stopped bool
+	mu       sync.Mutex
+	inflight int // DoMultis in flight, or handed to a sender to send
+	pending  []entry
+	stopped  bool
 
-	kick    chan struct{} // wakes the sender; buffered
-	stop    chan struct{} // closed to end the sender
+	kick    chan struct{} // hands a sender one of the depth turns; buffered
+	stop    chan struct{} // closed to end the senders
 	stopper sync.Once
 }
+
+// depth is how many DoMultis may be in flight on a connection at once: a
+// batch is written while the one before waits for its replies, so that
+// the calls queued behind a batch do not wait a whole round trip more.
+const depth = 2
 
 // entry is one call's commands in a batch, and who takes their replies.
 type entry struct {
@@ -66,10 +74,12 @@ func (w *waiter) sent(res []rueidis.RedisResult) {
 	close(w.done)
 }
 
-// newBatcher starts the sender of dc, counted in senders until it ends.
+// newBatcher starts the senders of dc, counted in senders until they end.
 func newBatcher(dc rueidis.DedicatedClient, senders *sync.WaitGroup) *batcher {
-	b := &batcher{dc: dc, kick: make(chan struct{}, 1), stop: make(chan struct{})}
-	senders.Go(b.run)
+	b := &batcher{dc: dc, kick: make(chan struct{}, depth), stop: make(chan struct{})}
+	for range depth {
+		senders.Go(b.run)
+	}
 	return b
 }
 
@@ -82,8 +92,8 @@ func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.Re
 		b.mu.Unlock()
 		return fill(len(cmds), rueidis.ErrClosing)
 	}
-	if !b.busy {
-		b.busy = true
+	if b.inflight < depth && len(b.pending) == 0 {
+		b.inflight++
 		b.mu.Unlock()
 		res := b.dc.DoMulti(ctx, cmds...)
 		b.idle()
@@ -91,7 +101,14 @@ func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.Re
 	}
 	w := &waiter{done: make(chan struct{})}
 	b.pending = append(b.pending, entry{ctx, cmds, w})
+	wake := b.inflight < depth
+	if wake {
+		b.inflight++
+	}
 	b.mu.Unlock()
+	if wake {
+		b.wake()
+	}
 	select {
 	case <-w.done:
 		return w.res
@@ -113,20 +130,22 @@ func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiv
 		return
 	}
 	b.pending = append(b.pending, entry{ctx, cmds, to})
-	wake := !b.busy
-	b.busy = true
+	wake := b.inflight < depth
+	if wake {
+		b.inflight++
+	}
 	b.mu.Unlock()
 	if wake {
 		b.wake()
 	}
 }
 
-// idle ends a DoMulti sent from a caller's goroutine: the connection is
-// free, or, when calls queued meanwhile, the sender takes them.
+// idle ends a DoMulti sent from a caller's goroutine: its turn ends, or,
+// when calls queued meanwhile, passes to a sender, which takes them.
 func (b *batcher) idle() {
 	b.mu.Lock()
 	if len(b.pending) == 0 {
-		b.busy = false
+		b.inflight--
 		b.mu.Unlock()
 		return
 	}
@@ -134,18 +153,12 @@ func (b *batcher) idle() {
 	b.wake()
 }
 
-// wake hands the queued calls to the sender. Whoever sets busy with calls
-// queued wakes it once, and only the sender clears busy then, so a wake
-// is never lost nor left over.
-func (b *batcher) wake() {
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
-}
+// wake hands a sender a turn, counted in inflight: there are never more
+// turns than room in kick, and only a sender ends a turn it was handed.
+func (b *batcher) wake() { b.kick <- struct{}{} }
 
-// run is the sender: it sends what has queued, one batch at a time, until
-// stopped, and then fails what is left.
+// run is a sender: given a turn, it sends what has queued, one batch at a
+// time, until nothing has; until stopped, and then fails what is left.
 func (b *batcher) run() {
 	for {
 		select {
@@ -166,13 +179,13 @@ func (b *batcher) run() {
 }
 
 // sendQueued sends the calls queued, as one DoMulti, and reports whether
-// more queued meanwhile; when none did, the connection is idle again.
+// it did; when none were queued, the sender's turn ends.
 func (b *batcher) sendQueued() bool {
 	b.mu.Lock()
 	batch := b.pending
 	b.pending = nil
 	if len(batch) == 0 {
-		b.busy = false
+		b.inflight--
 		b.mu.Unlock()
 		return false
 	}
@@ -181,7 +194,6 @@ func (b *batcher) sendQueued() bool {
 	var (
 		cmds []rueidis.Completed
 		last time.Time
-		ctx  context.Context // the ctx of the call with the latest deadline
 		live = batch[:0]
 	)
 	for _, e := range batch {
@@ -190,30 +202,26 @@ func (b *batcher) sendQueued() bool {
 			continue
 		}
 		// Every call has a deadline: see Master.Eval and Master.Start.
-		if dl, _ := e.ctx.Deadline(); ctx == nil || dl.After(last) {
-			ctx, last = e.ctx, dl
+		if dl, _ := e.ctx.Deadline(); dl.After(last) {
+			last = dl
 		}
 		cmds = append(cmds, e.cmds...)
 		live = append(live, e)
 	}
 	if len(live) > 0 {
-		// The batch lasts as long as its longest-lived call; a caller that
-		// waits returns at its own deadline. With no other DoMulti in
-		// flight, rueidis reads only the deadline of ctx (pipe.syncDoMulti).
+		// The batch lasts as long as its longest-lived call, whatever
+		// becomes of the calls' own contexts; a caller that waits returns
+		// at its own deadline.
+		ctx, cancel := context.WithDeadline(context.Background(), last)
 		res := b.dc.DoMulti(ctx, cmds...)
+		cancel()
 		for _, e := range live {
 			n := len(e.cmds)
 			e.to.sent(res[:n:n])
 			res = res[n:]
 		}
 	}
-	b.mu.Lock()
-	more := len(b.pending) > 0
-	if !more {
-		b.busy = false
-	}
-	b.mu.Unlock()
-	return more
+	return true
 }
 
 // close has the sender end, once its DoMulti in flight has returned. It

@@ -37,7 +37,7 @@
 // (Client.Dedicate), taken in the background by New for a standalone or
 // Sentinel master and on first use for a cluster's shard master, and sends
 // every call to that server on it, from any number of goroutines at once.
-// At most one DoMulti is in flight on it: the calls that come meanwhile
+// At most two DoMultis are in flight on it: the calls that come meanwhile
 // wait, and go out together in the next, in one write, which the master
 // reads in one go. No call dials or waits for a connection of a pool. The
 // master also implements driver.Starter: on a standalone or Sentinel
@@ -70,15 +70,15 @@
 // # Deadlines
 //
 // Eval returns at its ctx's deadline, or after WithTimeout when its ctx
-// has none. Start hands done the call's deadline error once the batch in
-// flight when it passed has returned, which lasts until the latest deadline
-// of its calls, started within a round trip of each other. A call whose
-// deadline has passed before its batch goes out is not sent. Replies are
-// read in order, one per command of the batch, so a reply that arrives
-// after its call gave up is dropped, never given to a later call. When a
-// batch's deadline passes with no reply, rueidis closes the connection
-// (pipe.syncDoMulti), and the next call takes a new one, with the guard's
-// questions. A connection that rueidis is still dialling when the ctx ends
+// has none. Start hands done the call's deadline error once its batch has
+// returned, which lasts until the latest deadline of its calls, started
+// within a round trip of each other. A call whose deadline has passed
+// before its batch goes out is not sent. Replies are read in order, one per
+// command of the batch, so a reply that arrives after its call gave up is
+// dropped, never given to a later call. When the deadline of a DoMulti
+// alone on the connection passes with no reply, rueidis closes the
+// connection (pipe.syncDoMulti), and the next call takes a new one, with
+// the guard's questions. A connection that rueidis is still dialling when the ctx ends
 // serves the next call; one for a subscription is closed once it arrives.
 //
 // # Redis Cluster

@@ -74,13 +74,10 @@ func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error)
 }
 
 // broken reports whether err, a call's error, shows its connection
-// broken: neither a reply of the master's nor the end of ctx. A batch is
-// sent with the ctx of one of its calls (see batcher.sendQueued), which
-// may have been cancelled just as it went: its context.Canceled leaves the
-// connection as it was.
+// broken: neither a reply of the master's nor the end of ctx.
 func broken(ctx context.Context, err error) bool {
 	var de driver.Error
-	return err != nil && ctx.Err() == nil && !errors.As(err, &de) && !errors.Is(err, context.Canceled)
+	return err != nil && ctx.Err() == nil && !errors.As(err, &de)
 }
 
 // standalone returns the client, for a standalone master's connection.
