@@ -211,10 +211,15 @@ func (b *batcher) sendQueued() bool {
 	if len(live) > 0 {
 		// The batch lasts as long as its longest-lived call, whatever
 		// becomes of the calls' own contexts; a caller that waits returns
-		// at its own deadline.
-		ctx, cancel := context.WithDeadline(context.Background(), last)
+		// at its own deadline. A call alone goes with its own.
+		ctx, cancel := live[0].ctx, context.CancelFunc(nil)
+		if len(live) > 1 {
+			ctx, cancel = context.WithDeadline(context.Background(), last)
+		}
 		res := b.dc.DoMulti(ctx, cmds...)
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		for _, e := range live {
 			n := len(e.cmds)
 			e.to.sent(res[:n:n])
