@@ -58,9 +58,8 @@ func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, 
 
 // onNode runs call once on l's connection to the one server named server
 // ("" for a standalone master), taken through the client node returns when
-// l has none. A connection
-// that fails other than by ctx's end or a reply of the master's is closed,
-// and the next call takes a new one.
+// l has none. A connection found broken is closed, and the next call
+// takes a new one.
 func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, bool, error) {
 	h, err := l.conn(ctx, node)
 	if err != nil {
@@ -73,11 +72,17 @@ func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error)
 	return rep, retry, err
 }
 
-// broken reports whether err, a call's error, shows its connection
-// broken: neither a reply of the master's nor the end of ctx.
+// broken reports whether err, a call's error, shows the connection no use
+// to the lock: an error other than a reply of the master's or the end of
+// ctx, or a READONLY reply. A server that answers READONLY is a replica
+// now, as after a Sentinel failover; the client's new connections lead to
+// the master it knows, while one handed out before stays with the replica.
 func broken(ctx context.Context, err error) bool {
 	var de driver.Error
-	return err != nil && ctx.Err() == nil && !errors.As(err, &de)
+	if errors.As(err, &de) {
+		return de.Code() == "READONLY"
+	}
+	return err != nil && ctx.Err() == nil
 }
 
 // standalone returns the client, for a standalone master's connection.
