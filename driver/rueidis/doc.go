@@ -59,8 +59,11 @@
 // dead, as after a restart. rueidis writes a DoMulti as one batch on the
 // connection and reads its replies in order, so the answers and the
 // script's reply come from the same server process. A connection that
-// fails other than by the call's deadline or a reply of the master's is
-// closed, and the call tried again on a new one, within its deadline.
+// fails other than by the call's deadline or a reply of the master's, or
+// that answers READONLY (its server is a replica now, as after a Sentinel
+// failover), is closed, and the next call takes a new one; a call that
+// found its connection dead before it went out is tried again on a new
+// one, within its deadline.
 //
 // The client's shared connections give no such sign: rueidis replaces them
 // by itself, and a client built elsewhere offers no hook to see it
