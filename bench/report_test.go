@@ -382,8 +382,6 @@ func reportTables(rounds []Round) string {
 		{"1 goroutine: client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
 		{"64 goroutines: locks/s quorumlock-goredis / quorumlock: the go-redis adapter", Ratio("par/quorumlock-goredis/ops_s", "par/quorumlock/ops_s")},
 		{"64 goroutines: locks/s quorumlock-rueidis / quorumlock: the rueidis adapter", Ratio("par/quorumlock-rueidis/ops_s", "par/quorumlock/ops_s")},
-		{"64 goroutines: locks/s quorumlock-rueidis-dials / quorumlock", Ratio("par/quorumlock-rueidis-dials/ops_s", "par/quorumlock/ops_s")},
-		{"64 goroutines: masters' CPU quorumlock-rueidis / quorumlock-rueidis-dials: the guard's questions on every call", Ratio("par/quorumlock-rueidis/masters_cpu_us", "par/quorumlock-rueidis-dials/masters_cpu_us")},
 		{"64 goroutines: locks/s redsync-goredis / redsync: redsync's go-redis adapter", Ratio("par/redsync-goredis/ops_s", "par/redsync/ops_s")},
 		{"64 goroutines: locks/s quorumlock-goredis / redsync-goredis: both on go-redis", Ratio("par/quorumlock-goredis/ops_s", "par/redsync-goredis/ops_s")},
 		{"1 goroutine: p50 quorumlock-goredis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/quorumlock/p50_us")},

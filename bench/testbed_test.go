@@ -173,19 +173,17 @@ func coreNames() []string {
 // table order.
 func allNames() []string {
 	return []string{
-		"quorumlock", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials",
-		"redsync", "redsync-failfast", "redsync-goredis",
+		"quorumlock", "quorumlock-goredis", "quorumlock-rueidis",
+		"redsync", "redsync-failfast", "redsync-goredis", "redsync-rueidis",
 		"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
 	}
 }
 
 // contenders returns the named contenders over addrs, in the order given:
 // the library on its own driver (redigo.New); the library over
-// the go-redis adapter, and over the rueidis adapter as it comes (the
-// restart guard's questions with every call) and with its dials counted
-// (the questions only on a new connection); redsync as it comes, with
+// the go-redis and the rueidis adapters; redsync as it comes, with
 // WithFailFast(true), which returns at quorum as the others do, and over
-// its go-redis v9 adapter; the floor and the floor running the library's
+// its go-redis v9 and rueidis adapters; the floor and the floor running the library's
 // scripts (a diagnostic that splits the library's cost into client and
 // masters), each on redigo pools and on the library's pipelined
 // connections.

@@ -56,14 +56,6 @@ var drivers = []struct {
 		}
 		return m
 	}},
-	{"rueidis-counted", func(b *testing.B, addr string) driver.Master {
-		client, dials := counted(b, addr)
-		m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return m
-	}},
 }
 
 // BenchmarkTryLockRelease takes and releases distinct keys from 64
