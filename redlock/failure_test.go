@@ -169,9 +169,10 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 	}, {
 		name: "a quorum too late: no validity left",
 		run: func(t *testing.T) error {
-			// 1µs of validity: any round trip takes longer.
-			c := client(t, masters(t, 3), WithDriftFactor(0), WithDriftMargin(100*time.Millisecond-time.Microsecond))
-			_, err := c.TryLock(ctx, "k", 100*time.Millisecond)
+			// 1µs of validity: any round trip takes longer. A TTL of a
+			// second leaves a loaded machine a node timeout of 100ms.
+			c := client(t, masters(t, 3), WithDriftFactor(0), WithDriftMargin(time.Second-time.Microsecond))
+			_, err := c.TryLock(ctx, "k", time.Second)
 			return err
 		},
 		want:   `redlock: not obtained: a quorum agreed, but the attempt took [0-9.]+[µm]?s, leaving validity -[0-9.]+[µm]?s`,
