@@ -19,40 +19,25 @@ import (
 
 // countedMaster is a quorumlock driver that counts its commands: each
 // script, and the restart guard's questions when they went with it (a
-// NOSCRIPT fallback or a retry on a new connection is not seen).
+// NOSCRIPT fallback or a retry on a new connection is not seen), once the
+// call has returned.
 type countedMaster struct {
 	driver.Master
-	n *atomic.Int64
-}
-
-func (m countedMaster) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	rep, err := m.Master.Eval(ctx, call)
-	m.n.Add(int64(1 + len(rep.Answers)))
-	return rep, err
-}
-
-// counted wraps m in a countedMaster that, if m starts calls
-// (driver.Starter), starts them too.
-func counted(m driver.Master, n *atomic.Int64) driver.Master {
-	if s, ok := m.(driver.Starter); ok {
-		return countedStarter{countedMaster{m, n}, s, &sync.Pool{New: func() any { return new(countedDone) }}}
-	}
-	return countedMaster{m, n}
-}
-
-// countedStarter is a countedMaster over a driver that starts calls.
-type countedStarter struct {
-	countedMaster
-	s     driver.Starter
+	n     *atomic.Int64
 	dones *sync.Pool // *countedDone not in use
+}
+
+// counted wraps m in a countedMaster.
+func counted(m driver.Master, n *atomic.Int64) driver.Master {
+	return countedMaster{m, n, &sync.Pool{New: func() any { return new(countedDone) }}}
 }
 
 // Start starts call on the wrapped driver and counts its commands once
 // it has returned.
-func (m countedStarter) Start(ctx context.Context, call driver.Call, done driver.Done) {
+func (m countedMaster) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	c := m.dones.Get().(*countedDone)
 	c.n, c.done, c.pool = m.n, done, m.dones
-	m.s.Start(ctx, call, c)
+	m.Master.Start(ctx, call, c)
 }
 
 // countedDone counts a started call's commands once it has returned. It is

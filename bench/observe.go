@@ -271,24 +271,8 @@ type ObservedPool struct {
 
 var _ driver.Master = ObservedPool{}
 
-// Eval runs the call on the wrapped pool, reporting it when it is an
+// Start starts the call on the wrapped pool, reporting it when it is an
 // acquire of the observed key.
-func (p ObservedPool) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	token, ok := p.O.acquireCall(call)
-	if ok {
-		p.O.sent(token)
-	}
-	rep, err := p.P.Eval(ctx, call)
-	if ok {
-		p.O.answered(token, rep.Value, err)
-	}
-	return rep, err
-}
-
-var _ driver.Starter = ObservedPool{}
-
-// Start starts the call on the wrapped pool, as Eval runs it, so that the
-// library under observation takes the path it takes on a plain pool.
 func (p ObservedPool) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	token, ok := p.O.acquireCall(call)
 	if !ok {

@@ -1,14 +1,16 @@
 // Package driver is the seam between the lock and a Redis client library:
-// the little the lock needs from one master, in the lock's own terms. Package
-// pool implements it over redigo; adapters for other client libraries
-// implement it over theirs.
+// the little the lock needs from one master, in the lock's own terms. The
+// default driver (driver/redigo) implements it with its own RESP client;
+// adapters for other client libraries implement it over theirs.
 //
-// A Master runs the lock's Lua scripts (Eval), reads the master's health for
-// the restart guard on the same connection as a script when asked to (Check),
-// and opens subscriptions for release announcements (Subscribe). Replies come
-// back in one neutral form whatever the client library: see Eval. A driver
-// that can hand a reply over when it comes also implements Starter, and the
-// lock then fans calls out to its masters without a goroutine per master.
+// A Master runs the lock's Lua scripts (Start), reads the master's health
+// for the restart guard on the same connection as a script when asked to
+// (Check), and opens subscriptions for release announcements (Subscribe).
+// Replies come back in one neutral form whatever the client library: see
+// Start. Start hands a reply over when it comes, so that the lock fans a
+// call out to its masters without a goroutine per master; a driver whose
+// client library only blocks runs its call in a goroutine of its own.
+// Eval is Start for a caller that waits.
 package driver
 
 import (
@@ -24,9 +26,16 @@ type Master interface {
 	// Addr names the master in errors and logs, e.g. "10.0.0.7:6379".
 	Addr() string
 
-	// Eval runs call's script on the master, by its digest (EVALSHA), and by
-	// its source (EVAL) on the same connection when the master does not have
-	// it cached (NOSCRIPT). It returns within ctx's deadline.
+	// Start runs call's script on the master, by its digest (EVALSHA), and
+	// by its source (EVAL) on the same connection when the master does not
+	// have it cached (NOSCRIPT), and calls done.Returned exactly once with
+	// the outcome, within ctx's deadline. That call may come from any
+	// goroutine, before Start returns or later; it must not block, for it
+	// may run on the goroutine that reads the connection's replies, beyond
+	// starting other calls (the lock starts a release from the done of the
+	// acquire it follows), whose writes their own deadlines bound. ctx must
+	// have a deadline; Start may let a call run to its reply or that
+	// deadline after ctx is cancelled.
 	//
 	// When call.Check returns a check that is due (see Check.Due), the
 	// driver sends its questions ahead of the script on the connection that
@@ -41,8 +50,8 @@ type Master interface {
 	// them, wrapped or not.
 	//
 	// A connection that turns out dead when first used (the master restarted
-	// since it was pooled) is replaced within ctx, and Reply.Lost says so.
-	Eval(ctx context.Context, call Call) (Reply, error)
+	// since it was opened) is replaced within ctx, and Reply.Lost says so.
+	Start(ctx context.Context, call Call, done Done)
 
 	// Sharded reports whether releases are announced with sharded pub/sub
 	// (SPUBLISH, in the channel's slot), as the subscriptions of Subscribe
@@ -59,30 +68,33 @@ type Master interface {
 	Close() error
 }
 
-// Starter is a Master that can start a call and hand over its reply later,
-// without a goroutine of the caller's waiting for it: on a pipelined
-// connection, the connection's reader delivers the reply. The lock fans a
-// call out to its masters through Start when a driver offers it, and
-// through Eval, each in a goroutine, when not.
-type Starter interface {
-	Master
-	// Start runs call as Eval does, within ctx's deadline, and calls
-	// done.Returned exactly once with what Eval would have returned. That
-	// call may come from any goroutine, before Start returns or later; it
-	// must not block, for it may run on the goroutine that reads the
-	// connection's replies, beyond starting other calls (the lock starts a
-	// release from the done of the acquire it follows), whose writes their
-	// own deadlines bound. ctx must have a deadline; Start may let a call run to its
-	// reply or that deadline after ctx is cancelled.
-	Start(ctx context.Context, call Call, done Done)
+// Eval runs call on m through Start and waits for its outcome: for a
+// caller with nothing else to do meanwhile.
+func Eval(ctx context.Context, m Master, call Call) (Reply, error) {
+	w := &waiter{got: make(chan struct{})}
+	m.Start(ctx, call, w)
+	<-w.got
+	return w.rep, w.err
 }
 
-// Done takes what a started call returned (see Starter). It is an
+// waiter is Eval's Done.
+type waiter struct {
+	rep Reply
+	err error
+	got chan struct{}
+}
+
+func (w *waiter) Returned(rep Reply, err error) {
+	w.rep, w.err = rep, err
+	close(w.got)
+}
+
+// Done takes what a started call returned (see Master.Start). It is an
 // interface rather than a function so that a caller can hand over a
 // pointer to state it keeps anyway, with nothing allocated per call;
 // DoneFunc makes a function one.
 type Done interface {
-	// Returned takes what Eval would have returned.
+	// Returned takes the call's reply, or why it failed.
 	Returned(rep Reply, err error)
 }
 
@@ -185,7 +197,7 @@ func (c Call) Hint(check *Check, asked bool) string {
 
 // Reply is a master's answer to a Call.
 type Reply struct {
-	// Value is the script's reply, in the neutral form (see Master.Eval).
+	// Value is the script's reply, in the neutral form (see Master.Start).
 	Value any
 	// Answers holds the replies to the check's questions, in order, when
 	// they were sent (nil when not). An answer may be an Error: a command

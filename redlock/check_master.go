@@ -33,7 +33,7 @@ func (p probe) eval(ctx context.Context, m *master, call driver.Call, questions 
 	if questions != nil {
 		call.Check = func(string) *driver.Check { return &driver.Check{Questions: questions, Always: true} }
 	}
-	return m.drv.Eval(rctx, call)
+	return driver.Eval(rctx, m.drv, call)
 }
 
 // master probes one master into r.

@@ -18,8 +18,8 @@ import (
 type stubPool struct{ a string }
 
 func (p *stubPool) Addr() string { return p.a }
-func (p *stubPool) Eval(context.Context, driver.Call) (driver.Reply, error) {
-	return driver.Reply{}, errBroken
+func (p *stubPool) Start(_ context.Context, _ driver.Call, done driver.Done) {
+	done.Returned(driver.Reply{}, errBroken)
 }
 func (p *stubPool) Subscribe(context.Context) (driver.Subscription, error) { return nil, errBroken }
 func (p *stubPool) Close() error                                           { return nil }

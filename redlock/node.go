@@ -82,7 +82,7 @@ type node interface {
 
 // starter is a node that can start an acquire or a release and hand what
 // the master answered to a taker later, with no goroutine waiting for it
-// (see driver.Starter). The caller keeps the call's pending, its taker
+// (see driver.Master.Start). The caller keeps the call's pending, its taker
 // set, until the taker is called. Each reports false, having done nothing,
 // when it cannot now; the caller then runs the operation in a goroutine.
 type starter interface {
@@ -242,18 +242,16 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 	rctx, cancel := m.realDeadline(ctx)
 	defer cancel()
 	call = m.checked(call)
-	rep, err := m.drv.Eval(rctx, call)
+	rep, err := driver.Eval(rctx, m.drv, call)
 	return m.answered(call, rep, err)
 }
 
-// start is eval through a driver that starts calls (driver.Starter): p's
-// taker takes what eval would return, from the goroutine the driver gives
-// it, with no goroutine of the lock's waiting. It reports false, having done
-// nothing, when the driver does not start calls or when the client's clock
-// is not the real one, whose deadlines the driver's are.
+// start is eval without a goroutine of the lock's waiting: p's taker
+// takes what eval would return, from the goroutine the driver gives it. It
+// reports false, having done nothing, when the client's clock is not the
+// real one, whose deadlines the driver's are: eval converts them.
 func (m *master) start(ctx context.Context, call driver.Call, p *pending) bool {
-	s, ok := m.drv.(driver.Starter)
-	if !ok || m.clock != clock.Real() {
+	if m.clock != clock.Real() {
 		return false
 	}
 	if _, err := remaining(ctx, m.clock); err != nil {
@@ -261,7 +259,7 @@ func (m *master) start(ctx context.Context, call driver.Call, p *pending) bool {
 		return true
 	}
 	p.m, p.call = m, m.checked(call)
-	s.Start(ctx, p.call, p)
+	m.drv.Start(ctx, p.call, p)
 	return true
 }
 

@@ -29,12 +29,13 @@ type shardedStub struct {
 }
 
 func (s *shardedStub) Addr() string { return "cluster" }
-func (s *shardedStub) Eval(_ context.Context, c driver.Call) (driver.Reply, error) {
+func (s *shardedStub) Start(_ context.Context, c driver.Call, done driver.Done) {
 	server, err := s.answer(c.Keys[0])
 	if err != nil {
-		return driver.Reply{Server: server}, err
+		done.Returned(driver.Reply{Server: server}, err)
+		return
 	}
-	return driver.Reply{Server: server, Value: []any{int64(1), int64(7)}}, nil
+	done.Returned(driver.Reply{Server: server, Value: []any{int64(1), int64(7)}}, nil)
 }
 func (s *shardedStub) Subscribe(context.Context) (driver.Subscription, error) { return nil, errBroken }
 func (s *shardedStub) Close() error                                           { return nil }

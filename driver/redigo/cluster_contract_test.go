@@ -20,15 +20,6 @@ func TestContract_Cluster(t *testing.T) {
 	})
 }
 
-// The same, each call through Start.
-func TestContract_ClusterStart(t *testing.T) {
-	drivertest.RunCluster(t, func(t testing.TB, seeds []string) driver.Master {
-		c, err := redigo.NewCluster(seeds)
-		require.NoError(t, err)
-		return drivertest.ThroughStart(t, c)
-	})
-}
-
 // The lock suite runs over three clusters of three shards through the
 // driver.
 func TestContract_ClusterLock(t *testing.T) {

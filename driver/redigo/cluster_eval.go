@@ -10,8 +10,8 @@ import (
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
-// Eval runs a script on the master that owns its keys' hash slot: see
-// driver.Master. Keys of different slots get a CROSSSLOT error without a
+// Eval runs a script on the master that owns its keys' hash slot, and
+// waits for its outcome. Keys of different slots get a CROSSSLOT error without a
 // round trip. A MOVED reply makes the driver read the slot map again and try
 // once more on the master the reply names; an ASK reply, once on the node it
 // names, with ASKING ahead of the script. call.Check is called with the
@@ -77,10 +77,8 @@ func (c *Cluster) failed(ctx context.Context, err error) {
 	}
 }
 
-var _ driver.Starter = (*Cluster)(nil)
-
-// Start runs call as Eval does and hands what Eval would return to done
-// (see driver.Starter). When the slot map is current and names the master
+// Start runs a script on the master of its keys' slot, as Eval does, and
+// hands the outcome to done (see driver.Master). When the slot map is current and names the master
 // of the call's slot, the call is started on that master's driver (see
 // Redis.Start); otherwise, or when the master redirects it (MOVED, ASK: the
 // script did not run), a goroutine runs it as Eval does.

@@ -72,7 +72,7 @@ func TestOpen_ClusterURLRunsScripts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, key := range []string{"a", "b", "c", "d"} {
-		rep, err := d.Eval(ctx, driver.Call{Script: s, Keys: []string{key}, Args: []string{"v"}})
+		rep, err := driver.Eval(ctx, d, driver.Call{Script: s, Keys: []string{key}, Args: []string{"v"}})
 		require.NoError(t, err, key)
 		v, err := redistest.DoAt(rep.Server, "GET", key)
 		require.NoError(t, err, "%s is on %s", key, rep.Server)

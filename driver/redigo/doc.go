@@ -20,11 +20,11 @@
 // that a stopped master is not dialled at every deadline. Subscribe opens
 // a connection of its own.
 //
-// Start (driver.Starter) is Eval for a caller that does not wait: on a
-// connection already open, the call is written from the caller's goroutine
-// and its reply handed over by the connection's reader, or at the call's
-// deadline, so that a fan-out to N masters needs no goroutine per master.
-// The lock fans its acquires and releases out so.
+// Start, which the lock calls, is Eval for a caller that does not wait: on
+// a connection already open, the call is written from the caller's
+// goroutine and its reply handed over by the connection's reader, or at the
+// call's deadline, so that a fan-out to N masters needs no goroutine per
+// master.
 //
 // The package links no Redis client library: a program that locks through
 // another driver does not carry a second client.

@@ -6,25 +6,22 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-var (
-	_ driver.Master  = (*Redis)(nil)
-	_ driver.Starter = (*Redis)(nil)
-)
+var _ driver.Master = (*Redis)(nil)
 
 // Sharded reports false: a Redis is one standalone master, announcing with
 // PUBLISH.
 func (r *Redis) Sharded() bool { return false }
 
-// Eval runs a script on the master: see driver.Master. The call shares a
-// connection with every other call in flight (see package doc). A
-// connection found dead is replaced, and the call sent again, within ctx;
-// without a deadline in ctx the read timeout bounds the call.
+// Eval runs a script on the master and waits for its outcome, as Start
+// would hand it over. The call shares a connection with every other call in
+// flight (see package doc). A connection found dead is replaced, and the
+// call sent again, within ctx; without a deadline in ctx the read timeout
+// bounds the call.
 func (r *Redis) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
 	return r.pl.Eval(ctx, call)
 }
 
-// Start runs call as Eval does and hands what Eval would return to done
-// (see driver.Starter). When a connection is open and taking requests, the
+// Start runs a script on the master: see driver.Master. When a connection is open and taking requests, the
 // call is written from the caller's goroutine and its reply handed to done
 // by the connection's reader, or at ctx's deadline, which alone bounds such
 // a call; otherwise (a connection to open, a connection that dropped under

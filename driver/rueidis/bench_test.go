@@ -119,13 +119,14 @@ func BenchmarkEval(b *testing.B) {
 					check := &driver.Check{Questions: questions, Always: true}
 					call.Check = func(string) *driver.Check { return check }
 				}
-				ctx := context.Background()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // Start needs a deadline
+				defer cancel()
 				cpu := masterCPU(b, srv)
 				b.SetParallelism(32)
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if _, err := m.Eval(ctx, call); err != nil {
+						if _, err := driver.Eval(ctx, m, call); err != nil {
 							b.Error(err)
 							return
 						}

@@ -32,18 +32,6 @@ func TestContract_Standalone(t *testing.T) {
 	})
 }
 
-// The driver's contract holds with every call made through Start, the path
-// the lock takes for its acquires and releases: the replies, the questions
-// on a new connection only, a restarted master, a stopped master's
-// deadlines.
-func TestContract_ThroughStart(t *testing.T) {
-	drivertest.RunDriver(t, func(t testing.TB, addr string) driver.Master {
-		m, err := rueidisdriver.New(standalone(t, addr))
-		require.NoError(t, err)
-		return drivertest.ThroughStart(t, m)
-	})
-}
-
 // The lock suite over three Redis Clusters of three shards, each through a
 // rueidis cluster client: every operation on a key of every shard, residue
 // looked for on every node, the guard per shard master.

@@ -39,11 +39,11 @@
 // every call to that server on it, from any number of goroutines at once.
 // At most two DoMultis are in flight on it: the calls that come meanwhile
 // wait, and go out together in the next, in one write, which the master
-// reads in one go. No call dials or waits for a connection of a pool. The
-// master also implements driver.Starter: on a standalone or Sentinel
-// master, the lock's acquires and releases are queued for the connection's
-// sender goroutine, which hands each reply over when it comes, with no
-// goroutine of the lock's waiting for it.
+// reads in one go. No call dials or waits for a connection of a pool. On a
+// standalone or Sentinel master, the calls the lock starts (Start) are
+// queued for the connection's sender goroutine, which hands each reply
+// over when it comes, with no goroutine waiting for it; on a cluster, a
+// goroutine runs each call.
 //
 // # How the restart guard still sees a restart
 //

@@ -13,7 +13,8 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// Eval runs a script on the master: see driver.Master. The call goes on the
+// Eval runs a script on the master and waits for its outcome, which Start
+// hands over as it comes (see driver.Master). The call goes on the
 // lock's connection to the server (see line), pipelined with the lock's
 // other calls. The guard's questions, when due, and the script go out as
 // one DoMulti, which rueidis writes as one batch on that connection and

@@ -8,10 +8,8 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-var _ driver.Starter = (*Master)(nil)
-
-// Start runs call as Eval does and hands what Eval would return to done
-// (see driver.Starter). On a standalone or Sentinel master whose
+// Start runs a script on the master and hands the outcome to done (see
+// driver.Master), as Eval would return it. On a standalone or Sentinel master whose
 // connection is open, the call is queued for the connection's sender (see
 // batcher), and done runs on the sender's goroutine once the reply is in:
 // no goroutine waits for it. A call whose deadline passes while it waits

@@ -154,7 +154,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		for i, s := range slots {
 			key := keyIn(t, "route", s)
 			var rec checkRecorder
-			rep, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}, Check: rec.check})
+			rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}, Check: rec.check})
 			require.NoError(t, err, "slot %d", s)
 			assert.Equal(t, "v", rep.Value)
 			assert.Equal(t, masters[i], rep.Server, "slot %d goes to its master", s)
@@ -179,7 +179,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		seen := map[string]uint64{}
 		for round := range 2 {
 			for _, s := range slots {
-				rep, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "dials", s)}, Args: []string{"v"}})
+				rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "dials", s)}, Args: []string{"v"}})
 				require.NoError(t, err)
 				if round == 0 {
 					seen[rep.Server] = rep.Dials
@@ -195,7 +195,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 	t.Run("KeysOfTwoSlotsAreCrossSlot", func(t *testing.T) {
 		d := openCluster(t, shared, newDriver)
 		a, b := keyIn(t, "cross", 1), keyIn(t, "cross", 2)
-		_, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{a, b}, Args: []string{"v"}})
+		_, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{a, b}, Args: []string{"v"}})
 		var de driver.Error
 		require.True(t, errors.As(err, &de), "got %T %v", err, err)
 		assert.Equal(t, "CROSSSLOT", de.Code())
@@ -216,7 +216,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		for i := range 3 {
 			_, err := redistest.DoAt(m, "SCRIPT", "FLUSH")
 			require.NoError(t, err)
-			rep, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: echo, Keys: []string{key}, Args: []string{fmt.Sprint(i)}})
+			rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: echo, Keys: []string{key}, Args: []string{fmt.Sprint(i)}})
 			require.NoError(t, err, "try %d", i)
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
@@ -227,10 +227,10 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 	t.Run("CloseEndsCalls", func(t *testing.T) {
 		d := newDriver(t, shared.Addrs())
 		key := keyIn(t, "close", 3)
-		_, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}})
+		_, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}})
 		require.NoError(t, err)
 		require.NoError(t, d.Close())
-		_, err = d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"w"}})
+		_, err = eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"w"}})
 		assert.Error(t, err)
 		m, err := shared.MasterFor(3)
 		require.NoError(t, err)
@@ -243,7 +243,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		const s = 100
 		from, to := ownerAndAnother(t, moving, s)
 		// The driver learns the map before the slot moves.
-		_, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "warm", s)}, Args: []string{"v"}})
+		_, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "warm", s)}, Args: []string{"v"}})
 		require.NoError(t, err)
 		_, err = redistest.DoAt(from, "DEL", keyIn(t, "warm", s))
 		require.NoError(t, err)
@@ -255,7 +255,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		require.NoError(t, err)
 		asked := keyIn(t, "asked", s)
 		var rec checkRecorder
-		rep, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{asked}, Args: []string{"a"}, Check: rec.check})
+		rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{asked}, Args: []string{"a"}, Check: rec.check})
 		require.NoError(t, err, "ASK is followed")
 		assert.Equal(t, to, rep.Server)
 		assert.Equal(t, portOf(to), answeredBy(t, rep.Answers), "the questions reach the node that ran the script")
@@ -270,7 +270,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		setSlot(t, moving, s, to)
 		moved := keyIn(t, "moved", s)
 		rec = checkRecorder{}
-		rep, err = d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{moved}, Args: []string{"m"}, Check: rec.check})
+		rep, err = eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{moved}, Args: []string{"m"}, Check: rec.check})
 		require.NoError(t, err, "MOVED is followed")
 		assert.Equal(t, to, rep.Server)
 		assert.Equal(t, portOf(to), answeredBy(t, rep.Answers))
@@ -280,7 +280,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		assert.Equal(t, "1", n)
 		// And the next call goes straight to it.
 		rec = checkRecorder{}
-		rep, err = d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{moved}, Args: []string{"m"}, Check: rec.check})
+		rep, err = eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{moved}, Args: []string{"m"}, Check: rec.check})
 		require.NoError(t, err)
 		assert.Equal(t, []string{to}, rec.asked(), "the slot map was read again")
 	})
@@ -293,7 +293,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		old, err := c.MasterFor(s)
 		require.NoError(t, err)
 		var rec checkRecorder
-		rep, err := d.Eval(ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}, Check: rec.check})
+		rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"v"}, Check: rec.check})
 		require.NoError(t, err)
 		require.Equal(t, old, rep.Server)
 		promoted, err := c.Failover(old)
@@ -303,7 +303,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		var last error
 		rep = driver.Reply{}
 		for try := 0; try < 10 && rep.Server != promoted; try++ {
-			rep, last = d.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"w"}, Check: rec.check})
+			rep, last = eval(t, d, ctxFor(t, 2*time.Second), driver.Call{Script: set, Keys: []string{key}, Args: []string{"w"}, Check: rec.check})
 			if last != nil {
 				rep = driver.Reply{}
 				time.Sleep(100 * time.Millisecond)

@@ -9,8 +9,8 @@
 // master. The default driver (driver/redigo) runs it in this module; each
 // adapter runs it in its own. A driver of Redis Cluster nodes also runs
 // RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
-// suite again, each node a cluster of three shards. A driver that starts
-// calls (driver.Starter) can run a suite again through ThroughStart.
+// suite again, each node a cluster of three shards. Every call goes through
+// the driver's Start, as the lock's do.
 package drivertest
 
 import (
@@ -63,7 +63,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		s := driver.NewScript("shapes", `
 			redis.call('SET', KEYS[1], ARGV[1])
 			return {1, redis.call('GET', KEYS[1]), {2, 'x'}, false, redis.status_reply('FINE'), redis.error_reply('NOPE inner')}`)
-		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{"v"}})
+		rep, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{"v"}})
 		require.NoError(t, err)
 		assert.Equal(t, []any{int64(1), "v", []any{int64(2), "x"}, nil, "FINE", driver.Error("NOPE inner")}, rep.Value)
 		assert.Nil(t, rep.Answers, "no check, no answers")
@@ -71,7 +71,7 @@ func RunDriver(t *testing.T, newDriver New) {
 	t.Run("ErrorRepliesAreDriverErrors", func(t *testing.T) {
 		_, ds := open(t, 1, newDriver)
 		s := driver.NewScript("fails", `return redis.error_reply('NOPERM not for you')`)
-		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
+		_, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
 		var de driver.Error
 		require.True(t, errors.As(err, &de), "got %T %v", err, err)
 		assert.Equal(t, "NOPERM", de.Code())
@@ -82,7 +82,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		for i := range 3 {
 			_, err := srv[0].Do("SCRIPT", "FLUSH")
 			require.NoError(t, err)
-			rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
+			rep, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
 			require.NoError(t, err, "try %d", i)
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
@@ -99,7 +99,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		var servers []string
 		call := driver.Call{Script: s, Keys: []string{"k"}, Args: []string{"a"},
 			Check: func(server string) *driver.Check { servers = append(servers, server); return ask }}
-		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), call)
+		rep, err := eval(t, ds[0], ctxFor(t, 2*time.Second), call)
 		require.NoError(t, err)
 		require.Len(t, rep.Answers, 4)
 		assert.Contains(t, rep.Answers[0], "run_id:")
@@ -114,7 +114,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		seen := rep.Dials
 		quiet := &driver.Check{Questions: ask.Commands(), Seen: seen, Hint: "the hint"}
 		call.Check = func(string) *driver.Check { return quiet }
-		rep, err = ds[0].Eval(ctxFor(t, 2*time.Second), call)
+		rep, err = eval(t, ds[0], ctxFor(t, 2*time.Second), call)
 		require.NoError(t, err)
 		if rep.Dials == seen {
 			assert.Nil(t, rep.Answers)
@@ -130,7 +130,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		ask := func(server string) *driver.Check {
 			return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: last.Dials}
 		}
-		rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
+		rep, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
 		require.NoError(t, err)
 		last = rep
 		before := runID(t, rep.Answers)
@@ -141,7 +141,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		// checked.
 		var after string
 		for try := 0; try < 20 && after == ""; try++ {
-			rep, err = ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
+			rep, err = eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: ask})
 			if err == nil && rep.Answers != nil {
 				after = runID(t, rep.Answers)
 			}
@@ -155,7 +155,7 @@ func RunDriver(t *testing.T, newDriver New) {
 	t.Run("DeadlineOfAStoppedMaster", func(t *testing.T) {
 		srv, ds := open(t, 1, newDriver)
 		s := driver.NewScript("one", `return 1`)
-		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
+		_, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
 		require.NoError(t, err)
 		require.NoError(t, srv[0].Pause())
 		resumed := false
@@ -165,7 +165,7 @@ func RunDriver(t *testing.T, newDriver New) {
 			}
 		}()
 		start := time.Now()
-		_, err = ds[0].Eval(ctxFor(t, 100*time.Millisecond), driver.Call{Script: s, Keys: []string{"k"}})
+		_, err = eval(t, ds[0], ctxFor(t, 100*time.Millisecond), driver.Call{Script: s, Keys: []string{"k"}})
 		assert.Error(t, err)
 		assert.Less(t, time.Since(start), time.Second, "the call kept its deadline")
 		require.NoError(t, srv[0].Resume())
@@ -173,7 +173,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		// Later calls get their own replies, not the late one.
 		echo := driver.NewScript("echo", `return ARGV[1]`)
 		for i := range 5 {
-			rep, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
+			rep, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)}})
 			require.NoError(t, err)
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
@@ -185,7 +185,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
 		srv, ds := open(t, 1, newDriver)
 		echo := driver.NewScript("echo", `return ARGV[1]`)
-		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
+		_, err := eval(t, ds[0], ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
 		require.NoError(t, err)
 		before := connectionsReceived(t, srv[0])
 		require.NoError(t, srv[0].Pause())
@@ -207,7 +207,7 @@ func RunDriver(t *testing.T, newDriver New) {
 					default:
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), deadline)
-					ds[0].Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
+					eval(t, ds[0], ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
 					cancel()
 				}
 			}()
@@ -220,7 +220,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		require.NoError(t, srv[0].Resume())
 		resumed = true
 		require.Eventually(t, func() bool {
-			_, err := ds[0].Eval(ctxFor(t, time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"after"}})
+			_, err := eval(t, ds[0], ctxFor(t, time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"after"}})
 			return err == nil
 		}, 5*time.Second, 10*time.Millisecond, "calls succeed again after the resume")
 		opened := connectionsReceived(t, srv[0]) - before - 1 // less the one asking

@@ -13,37 +13,10 @@ import (
 // startSlack is how long after a call's deadline Start may call done.
 const startSlack = 2 * time.Second
 
-// ThroughStart returns m with its Eval made by m's Start (driver.Starter)
-// and a wait for done, so that the contract's sequences check Start too.
-// The test fails if done comes later than startSlack after the call's
-// deadline, or more than once. m must implement driver.Starter.
-func ThroughStart(t testing.TB, m driver.Master) driver.Master {
-	s, ok := m.(driver.Starter)
-	if !ok {
-		t.Fatalf("drivertest: %T does not implement driver.Starter", m)
-	}
-	w := &throughStart{Master: m, s: s, t: t}
-	t.Cleanup(func() {
-		if st, fin := w.started.Load(), w.finished.Load(); st != fin {
-			t.Errorf("drivertest: %d calls started, done called %d times", st, fin)
-		}
-	})
-	return w
-}
-
-type throughStart struct {
-	driver.Master
-	s                 driver.Starter
-	t                 testing.TB
-	started, finished atomic.Int64
-}
-
-type startResult struct {
-	rep driver.Reply
-	err error
-}
-
-func (w *throughStart) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+// eval runs call on m through Start, the one way the lock calls a master,
+// and waits for done. The test fails if done comes later than startSlack
+// after the call's deadline, or more than once.
+func eval(t testing.TB, m driver.Master, ctx context.Context, call driver.Call) (driver.Reply, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		// Start needs a deadline; the contract's calls have one.
@@ -52,17 +25,33 @@ func (w *throughStart) Eval(ctx context.Context, call driver.Call) (driver.Reply
 		defer cancel()
 		dl, _ = ctx.Deadline()
 	}
-	got := make(chan startResult, 2) // room for a second done, which the cleanup reports
-	w.started.Add(1)
-	w.s.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
-		w.finished.Add(1)
-		got <- startResult{rep, err}
-	}))
+	d := &onceDone{t: t, got: make(chan startResult, 1)}
+	m.Start(ctx, call, d)
 	select {
-	case r := <-got:
+	case r := <-d.got:
 		return r.rep, r.err
 	case <-time.After(time.Until(dl) + startSlack):
-		w.t.Errorf("drivertest: Start's done not called by %v after the call's deadline", startSlack)
+		t.Errorf("drivertest: Start's done not called by %v after the call's deadline", startSlack)
 		return driver.Reply{}, errors.New("drivertest: no reply from Start")
 	}
+}
+
+type startResult struct {
+	rep driver.Reply
+	err error
+}
+
+// onceDone is a Done that fails the test when called twice.
+type onceDone struct {
+	t     testing.TB
+	calls atomic.Int32
+	got   chan startResult
+}
+
+func (d *onceDone) Returned(rep driver.Reply, err error) {
+	if d.calls.Add(1) > 1 {
+		d.t.Errorf("drivertest: Start called done more than once")
+		return
+	}
+	d.got <- startResult{rep, err}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Start runs call as Eval does and hands what Eval would return to done
-// (see driver.Starter). When a connection is open and taking requests, the
+// (see driver.Master). When a connection is open and taking requests, the
 // call's commands are sent from the caller's goroutine and done runs on the
 // connection's reader once the reply is in, or on the connection's timer
 // when ctx's deadline passes first; no goroutine waits for the reply. Such
