@@ -1,0 +1,491 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// maxLanes bounds the connections that take calls to one server. One lane
+// sends a batch and waits for its replies; a second one sends the next
+// batch meanwhile, so the server is rarely idle. More buy nothing on two
+// cores and cost the server a client each.
+const maxLanes = 2
+
+// target is one server the calls go to, and the connections (lanes) the
+// adapter keeps to it. Concurrent calls coalesce: each lane sends what was
+// queued on it while its previous batch was out, in one pipelined round
+// trip, on its one connection.
+//
+// A lane is a go-redis Conn: one connection of the client's pool, held for
+// the lane's life, so that a call's questions and its script, and a
+// script's EVAL after its EVALSHA, go to the same server. Replies are read
+// in order, a batch at a time, and each is matched to its call by its
+// place in the batch: a reply never reaches another call. A call returns at
+// its own deadline even if its batch is still out (see request.expire);
+// the lane then takes no new call until the batch comes back. A batch
+// that fails on the connection (a timeout included) loses the lane and its
+// connection; one that comes back whole, however late, leaves the lane to
+// take calls again.
+//
+// A new lane is opened when none takes calls, or when each is busy and
+// fewer than maxLanes are open; never while another new one has not yet
+// had its first batch back, so that a master that hangs gets one
+// connection at a time, not a storm.
+type target struct {
+	m       *Master
+	client  *redis.Client
+	server  string // "" for a standalone master, the node's address in a cluster
+	cluster bool
+	ready   *readiness
+	// dials counts the lanes whose connection has been seen open (their
+	// first batch came back): the count the guard reads (Reply.Dials).
+	// On a cluster it is the address's, kept across node clients.
+	dials *atomic.Uint64
+
+	mu      sync.Mutex
+	open    []*lane    // the lanes taking calls
+	next    int        // round robin over busy lanes
+	opening bool       // a new lane's first batch is out
+	waiting []*request // calls that found no lane taking calls while one was opening
+	closed  bool       // no call is placed any more; idle lanes are closed
+}
+
+// lane is one connection of a target and the calls queued on it.
+type lane struct {
+	t    *target
+	conn *redis.Conn
+	// Under t.mu.
+	queue     []*request // calls not yet sent
+	spare     []*request // the last batch's slice, for reuse
+	busy      bool       // a goroutine of run's sends batches
+	fresh     bool       // no batch has come back: the connection may not be open yet
+	accepting bool       // in t.open
+}
+
+// request is one call in flight: its own deadline, and what its batch
+// made of it.
+type request struct {
+	m     *Master
+	ctx   context.Context
+	call  driver.Call
+	done  driver.Done
+	stop  func() bool // stops expire
+	tries int
+	lost  atomic.Bool // a connection dropped under an earlier try
+
+	taken atomic.Bool          // the reply or the deadline won: the other does nothing
+	lane  atomic.Pointer[lane] // where it was last placed
+
+	// Set by the batch that sends it.
+	check     *driver.Check
+	asked     bool
+	first     int // its first command in the batch
+	questions int
+}
+
+func newTarget(m *Master, client *redis.Client, server string, cluster bool, dials *atomic.Uint64) *target {
+	return &target{m: m, client: client, server: server, cluster: cluster,
+		ready: newReadiness(client.Options().Protocol), dials: dials}
+}
+
+// place queues r on a lane, and starts the lane's sender if it is idle.
+func (t *target) place(r *request) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		r.finish(driver.Reply{Server: t.server}, ErrClosed)
+		return
+	}
+	l := t.pick()
+	if l == nil {
+		// Every lane is stuck and a new one is coming up: r waits for it,
+		// within its deadline, rather than open one more.
+		if len(t.waiting) >= 64 {
+			t.waiting = slices.DeleteFunc(t.waiting, func(r *request) bool { return r.taken.Load() })
+		}
+		t.waiting = append(t.waiting, r)
+		r.lane.Store(nil)
+		t.mu.Unlock()
+		return
+	}
+	l.queue = append(l.queue, r)
+	r.lane.Store(l)
+	start := !l.busy
+	if start {
+		l.busy = true
+		t.m.inflight.Add(1) // r's count is held: no race with Close's Wait
+	}
+	t.mu.Unlock()
+	if start {
+		go l.run()
+	}
+}
+
+// pick returns the lane a call goes on: an idle one, else a new one if
+// allowed, else the busy one with the shortest queue. The caller holds t.mu.
+func (t *target) pick() *lane {
+	for _, l := range t.open {
+		if !l.busy {
+			return l
+		}
+	}
+	if len(t.open) < maxLanes && !t.opening {
+		l := &lane{t: t, conn: t.client.Conn(), fresh: true, accepting: true}
+		t.opening = true
+		t.open = append(t.open, l)
+		return l
+	}
+	if len(t.open) == 0 {
+		return nil
+	}
+	best := t.open[t.next%len(t.open)]
+	t.next++
+	for _, l := range t.open {
+		if len(l.queue) < len(best.queue) {
+			best = l
+		}
+	}
+	return best
+}
+
+// remove takes l out of the lanes that take calls, and returns the calls
+// queued on it, to be placed again. The caller holds t.mu.
+func (t *target) remove(l *lane) []*request {
+	if l.accepting {
+		l.accepting = false
+		for i, o := range t.open {
+			if o == l {
+				t.open = append(t.open[:i], t.open[i+1:]...)
+				break
+			}
+		}
+	}
+	q := l.queue
+	l.queue = nil
+	return q
+}
+
+// stuck is told that a call on l reached its deadline before its reply:
+// l's batch, or the one ahead of it, is late. l takes no new call until
+// that batch comes back, and the calls queued on it go on another lane.
+func (t *target) stuck(l *lane) {
+	t.mu.Lock()
+	if !l.accepting || !l.busy {
+		t.mu.Unlock()
+		return
+	}
+	moved := t.remove(l)
+	t.mu.Unlock()
+	t.replace(moved)
+}
+
+// replace places again calls taken off a lane.
+func (t *target) replace(moved []*request) {
+	for _, r := range moved {
+		if !r.taken.Load() {
+			t.place(r)
+		}
+	}
+}
+
+// close stops placing calls and closes the idle lanes' connections; a busy
+// lane closes its own when its queue runs out.
+func (t *target) close() {
+	t.mu.Lock()
+	t.closed = true
+	var idle []*lane
+	for _, l := range t.open {
+		if !l.busy {
+			idle = append(idle, l)
+		}
+	}
+	t.mu.Unlock()
+	for _, l := range idle {
+		l.conn.Close()
+	}
+}
+
+// run sends l's queue, a batch at a time, until it is empty or the lane is
+// lost. It holds an inflight count of the master's.
+func (l *lane) run() {
+	defer l.t.m.inflight.Done()
+	t := l.t
+	for {
+		t.mu.Lock()
+		batch := l.spare[:0]
+		for _, r := range l.queue {
+			if !r.taken.Load() {
+				batch = append(batch, r)
+			}
+		}
+		clear(l.queue)
+		l.queue, l.spare = l.queue[:0], nil
+		if len(batch) == 0 {
+			l.busy = false
+			l.spare = batch
+			closing := t.closed || !l.accepting
+			if closing {
+				t.remove(l)
+			}
+			t.mu.Unlock()
+			if closing {
+				l.conn.Close()
+			}
+			return
+		}
+		fresh := l.fresh
+		t.mu.Unlock()
+		if !l.send(batch, fresh) {
+			return
+		}
+		clear(batch)
+		t.mu.Lock()
+		if l.spare == nil {
+			l.spare = batch
+		}
+		t.mu.Unlock()
+	}
+}
+
+// batchCtx returns the ctx go-redis gets for a batch: no earlier than the
+// latest of its calls' deadlines, plus grace, so that a reply that comes
+// somewhat late is still read and the connection kept (a client with
+// ContextTimeoutEnabled bounds its reads by it, any other by its
+// ReadTimeout); none if a call has none.
+func batchCtx(batch []*request) (context.Context, context.CancelFunc) {
+	var last time.Time
+	for _, r := range batch {
+		dl, ok := r.ctx.Deadline()
+		if !ok {
+			return context.Background(), func() {}
+		}
+		if dl.After(last) {
+			last = dl
+		}
+	}
+	return context.WithDeadline(context.Background(), last.Add(grace))
+}
+
+// send runs one batch on l's connection: each call's questions when they
+// are due, then its script by digest; then, on the same connection, the
+// source of the scripts the server had not cached. It delivers each reply,
+// and reports whether the lane goes on.
+func (l *lane) send(batch []*request, fresh bool) bool {
+	t := l.t
+	ctx, cancel := batchCtx(batch)
+	defer cancel()
+	if fresh {
+		if err := t.ready.wait(ctx, t.client); err != nil {
+			t.lose(l, batch, serverError(err, t.cluster), fresh)
+			return false
+		}
+	}
+	// A connection not yet seen open may lead to any server process: every
+	// call on it is asked. Otherwise the count read now covers the lane's
+	// connection, which was open before it was read.
+	dials := t.dials.Load()
+	cmds := make([][]any, 0, len(batch))
+	live := batch[:0:0]
+	for _, r := range batch {
+		r.check, r.asked, r.questions = nil, false, 0
+		if r.call.Check != nil {
+			r.check = r.call.Check(t.server)
+		}
+		r.asked = r.check != nil && (fresh || r.check.Due(dials))
+
+		r.first = len(cmds)
+		if r.asked {
+			qs, err := commands(r.check.Commands())
+			if err != nil {
+				r.finish(driver.Reply{Server: t.server}, err)
+				continue
+			}
+			r.questions = len(qs)
+			cmds = append(cmds, qs...)
+		}
+		cmds = append(cmds, scriptArgs(r.call, r.check, r.asked))
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return true
+	}
+	got, err := pipeline(ctx, l.conn, cmds)
+	if err != nil {
+		t.lose(l, live, serverError(err, t.cluster), fresh)
+		return false
+	}
+	broken := false
+	type result struct {
+		v       any
+		answers []any
+		err     error
+	}
+	res := make([]result, len(live))
+	var again []int // calls whose script the server lacked
+	for i, r := range live {
+		var re result
+		if r.asked {
+			re.answers, re.err = answers(got[r.first : r.first+r.questions])
+		}
+		if re.err == nil {
+			re.v, re.err = got[r.first+r.questions].Result()
+			if isNoScript(re.err) {
+				again = append(again, i)
+			}
+		}
+		broken = broken || connErr(re.err)
+		res[i] = re
+	}
+	if len(again) > 0 && !broken {
+		src := make([][]any, len(again))
+		for j, i := range again {
+			r := live[i]
+			s := scriptArgs(r.call, r.check, r.asked)
+			s[0], s[1] = "EVAL", r.call.Script.Src
+			src[j] = s
+		}
+		got2, err := pipeline(ctx, l.conn, src)
+		for j, i := range again {
+			if err != nil {
+				res[i].err = err
+			} else {
+				res[i].v, res[i].err = got2[j].Result()
+			}
+			broken = broken || connErr(res[i].err)
+		}
+	}
+
+	t.mu.Lock()
+	if fresh {
+		t.opening = false
+		if !broken {
+			// The answers of a fresh lane's calls describe its connection:
+			// they go with the count that includes it.
+			l.fresh = false
+			dials = t.dials.Add(1)
+		}
+	}
+	var moved []*request
+	goOn := !broken
+	switch {
+	case broken:
+		moved = t.remove(l)
+	case !l.accepting && !t.closed && len(t.open) < maxLanes:
+		// Stuck earlier, back whole: it takes calls again.
+		l.accepting = true
+		t.open = append(t.open, l)
+	}
+	if fresh || l.accepting {
+		moved = append(moved, t.waiting...)
+		t.waiting = nil
+	}
+	t.mu.Unlock()
+	if broken {
+		l.conn.Close()
+	}
+	t.replace(moved)
+
+	for i, r := range live {
+		re := res[i]
+		if re.err == redis.Nil {
+			re.v, re.err = nil, nil
+		}
+		if re.err != nil && r.retry(re.err) {
+			continue
+		}
+		rep := driver.Reply{Server: t.server, Dials: dials, Lost: r.lost.Load()}
+		if re.err != nil {
+			err := serverError(re.err, t.cluster)
+			if errors.Is(err, ErrRedirected) {
+				t.m.cluster.client.ReloadState(context.Background()) // in the background
+			}
+			r.finish(rep, err)
+			continue
+		}
+		rep.Answers, rep.Value = re.answers, neutral(re.v)
+		r.finish(rep, nil)
+	}
+	return goOn
+}
+
+// lose ends l after its batch failed as a whole with err: its connection
+// is closed, the calls queued behind it go elsewhere, and the batch's
+// calls are retried or fail.
+func (t *target) lose(l *lane, batch []*request, err error, fresh bool) {
+	t.mu.Lock()
+	moved := t.remove(l)
+	if fresh {
+		t.opening = false
+		moved = append(moved, t.waiting...)
+		t.waiting = nil
+	}
+	t.mu.Unlock()
+	l.conn.Close()
+	t.replace(moved)
+	for _, r := range batch {
+		if !r.retry(err) {
+			r.finish(driver.Reply{Server: t.server, Dials: t.dials.Load(), Lost: r.lost.Load()}, err)
+		}
+	}
+}
+
+// connErr reports an error of the connection rather than a reply of the
+// server's: the lane cannot go on.
+func connErr(err error) bool {
+	if err == nil || err == redis.Nil {
+		return false
+	}
+	var re redis.Error
+	return !errors.As(err, &re)
+}
+
+// retry places r again after its connection dropped (a master restart),
+// up to twice and while its ctx lasts, and reports whether it did.
+func (r *request) retry(err error) bool {
+	if r.tries >= 2 || !stale(err) || r.ctx.Err() != nil || r.taken.Load() {
+		return false
+	}
+	r.tries++
+	r.lost.Store(true)
+	r.m.dispatch(r)
+	return true
+}
+
+// expire is run when r's ctx ends: if its reply is not in, r returns the
+// ctx's error, and a deadline marks its lane stuck.
+func (r *request) expire() {
+	if !r.taken.CompareAndSwap(false, true) {
+		return
+	}
+	err := r.ctx.Err()
+	rep := driver.Reply{Lost: r.lost.Load()}
+	if l := r.lane.Load(); l != nil {
+		rep.Server = l.t.server
+		if errors.Is(err, context.DeadlineExceeded) {
+			l.t.stuck(l)
+		}
+	}
+	r.deliver(rep, err)
+}
+
+// finish hands r's outcome over, unless its ctx ended first.
+func (r *request) finish(rep driver.Reply, err error) {
+	if !r.taken.CompareAndSwap(false, true) {
+		return
+	}
+	r.stop()
+	r.deliver(rep, err)
+}
+
+func (r *request) deliver(rep driver.Reply, err error) {
+	defer r.m.inflight.Done()
+	r.done.Returned(rep, err)
+}
