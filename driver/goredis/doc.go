@@ -1,19 +1,18 @@
 // Package goredis lets the lock use go-redis v9 clients that an application
-// already has: New wraps a *redis.Client (one master, or a Sentinel failover
-// client) or a *redis.ClusterClient as a driver.Master, and redlock.New takes
-// one per master:
+// already has. NewClient builds a lock client over them, one master per
+// client; New wraps one *redis.Client (one master, or a Sentinel failover
+// client, which needs WithName) or *redis.ClusterClient as a
+// driver.Master, for redlock.New:
 //
 //	import (
 //		"github.com/redis/go-redis/v9"
 //
-//		"github.com/quorumlock/quorumlock/driver"
 //		"github.com/quorumlock/quorumlock/driver/goredis"
-//		"github.com/quorumlock/quorumlock/redlock"
 //	)
 //
-//	m, err := goredis.New(redis.NewClient(&redis.Options{Addr: "10.0.0.7:6379"}))
+//	c, err := goredis.NewClient([]redis.UniversalClient{rdb1, rdb2, rdb3})
 //	...
-//	c, err := redlock.New([]driver.Master{m1, m2, m3})
+//	defer c.Close() // closes what the lock holds; rdb1..3 stay open
 //
 // It is a module of its own, github.com/quorumlock/quorumlock/driver/goredis
 // (go get it beside the library), so that users of the default driver

@@ -103,6 +103,39 @@ func newMaster(client redis.UniversalClient, c config) (*Master, error) {
 	return m, nil
 }
 
+// NewClient returns a lock client over one master per go-redis client, as
+// New makes them with no options: each client's own address names its
+// master, and a *redis.ClusterClient is one master. A Sentinel failover
+// client has no address: build its master with New and WithName, and give
+// the masters to redlock.New.
+//
+// Closing the lock client closes the masters, not the go-redis clients,
+// which stay the application's. A bad client (see New) or a bad option
+// (see redlock.New) is an error matching redlock.ErrInvalid; the masters
+// already built are then closed.
+func NewClient(clients []redis.UniversalClient, opts ...redlock.Option) (*redlock.Client, error) {
+	masters := make([]driver.Master, 0, len(clients))
+	closeAll := func() {
+		for _, m := range masters {
+			m.Close()
+		}
+	}
+	for i, client := range clients {
+		m, err := newMaster(client, config{})
+		if err != nil {
+			closeAll()
+			return nil, invalid("client %d: %v", i, err)
+		}
+		masters = append(masters, m)
+	}
+	c, err := redlock.New(masters, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return c, nil
+}
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: goredis: %s", redlock.ErrInvalid, fmt.Sprintf(format, args...))
 }
