@@ -45,6 +45,8 @@ type target struct {
 	server  string // "" for a standalone master, the node's address in a cluster
 	cluster bool
 	ready   *readiness
+	// ctxTimeouts: the client bounds reads and writes by the ctx's deadline.
+	ctxTimeouts bool
 	// dials counts the lanes whose connection has been seen open (their
 	// first batch came back): the count the guard reads (Reply.Dials).
 	// On a cluster it is the address's, kept across node clients.
@@ -92,8 +94,9 @@ type request struct {
 }
 
 func newTarget(m *Master, client *redis.Client, server string, cluster bool, dials *atomic.Uint64) *target {
+	opt := client.Options()
 	return &target{m: m, client: client, server: server, cluster: cluster,
-		ready: newReadiness(client.Options().Protocol), dials: dials}
+		ready: newReadiness(opt.Protocol), ctxTimeouts: opt.ContextTimeoutEnabled, dials: dials}
 }
 
 // place queues r on a lane, and starts the lane's sender if it is idle.
@@ -255,12 +258,15 @@ func (l *lane) run() {
 	}
 }
 
-// batchCtx returns the ctx go-redis gets for a batch: no earlier than the
-// latest of its calls' deadlines, plus grace, so that a reply that comes
-// somewhat late is still read and the connection kept (a client with
-// ContextTimeoutEnabled bounds its reads by it, any other by its
-// ReadTimeout); none if a call has none.
-func batchCtx(batch []*request) (context.Context, context.CancelFunc) {
+// batchCtx returns the ctx go-redis gets for a batch: the latest of its
+// calls' deadlines, plus grace, so that a reply that comes somewhat late is
+// still read and the connection kept; none if a call has none. Only a
+// client with ContextTimeoutEnabled bounds its reads by it: any other gets
+// no deadline, and bounds them by its ReadTimeout.
+func (t *target) batchCtx(batch []*request) (context.Context, context.CancelFunc) {
+	if !t.ctxTimeouts {
+		return context.Background(), func() {}
+	}
 	var last time.Time
 	for _, r := range batch {
 		dl, ok := r.ctx.Deadline()
@@ -280,7 +286,7 @@ func batchCtx(batch []*request) (context.Context, context.CancelFunc) {
 // and reports whether the lane goes on.
 func (l *lane) send(batch []*request, fresh bool) bool {
 	t := l.t
-	ctx, cancel := batchCtx(batch)
+	ctx, cancel := t.batchCtx(batch)
 	defer cancel()
 	if fresh {
 		if err := t.ready.wait(ctx, t.client); err != nil {
@@ -337,7 +343,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		}
 		if re.err == nil {
 			re.v, re.err = got[r.first+r.questions].Result()
-			if isNoScript(re.err) {
+			if re.err != nil && isNoScript(re.err) {
 				again = append(again, i)
 			}
 		}
@@ -349,7 +355,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		for j, i := range again {
 			r := live[i]
 			s := scriptArgs(r.call, r.check, r.asked)
-			s[0], s[1] = "EVAL", r.call.Script.Src
+			s[0], s[1] = "EVAL", &r.call.Script.Src
 			src[j] = s
 		}
 		got2, err := pipeline(ctx, l.conn, src)

@@ -65,16 +65,19 @@ func (m *Master) dispatch(r *request) {
 }
 
 // scriptArgs returns EVALSHA with its arguments: digest, key count, keys,
-// arguments.
+// arguments. The strings are passed by pointer into one slice, which
+// go-redis writes as it writes strings: boxing each would cost an
+// allocation per argument.
 func scriptArgs(call driver.Call, check *driver.Check, asked bool) []any {
 	argv := call.Argv(check, asked)
-	out := make([]any, 0, 3+len(call.Keys)+len(argv))
-	out = append(out, "EVALSHA", call.Script.SHA, len(call.Keys))
-	for _, k := range call.Keys {
-		out = append(out, k)
-	}
-	for _, a := range argv {
-		out = append(out, a)
+	strs := make([]string, 0, 1+len(call.Keys)+len(argv))
+	strs = append(strs, call.Script.SHA)
+	strs = append(strs, call.Keys...)
+	strs = append(strs, argv...)
+	out := make([]any, 3+len(call.Keys)+len(argv))
+	out[0], out[1], out[2] = "EVALSHA", &strs[0], len(call.Keys)
+	for i := range strs[1:] {
+		out[3+i] = &strs[1+i]
 	}
 	return out
 }
