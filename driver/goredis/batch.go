@@ -235,12 +235,21 @@ func (l *lane) run() {
 			l.busy = false
 			l.spare = batch
 			closing := t.closed || !l.accepting
+			var moved []*request
 			if closing {
-				t.remove(l)
+				moved = t.remove(l)
+				if l.fresh {
+					// Dropped before its first batch went out (every call
+					// on it ended first): another lane may open.
+					t.opening = false
+					moved = append(moved, t.waiting...)
+					t.waiting = nil
+				}
 			}
 			t.mu.Unlock()
 			if closing {
 				l.conn.Close()
+				t.replace(moved)
 			}
 			return
 		}

@@ -161,3 +161,25 @@ func TestBatch_HungMaster_NoDialStorm(t *testing.T) {
 	assert.LessOrEqual(t, opened, 4, "connections opened to the hung master")
 	assert.LessOrEqual(t, dialled, uint32(4), "connections the client dialled")
 }
+
+// A new connection's calls may all reach their deadlines before its first
+// batch goes out (a busy machine leaves its sender unscheduled): the unused
+// connection is dropped, and the next call opens another rather than wait
+// for a first batch that will never come.
+func TestBatch_NewLaneAbandonedBeforeItsFirstBatch_DoesNotBlockTheNext(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	client := redis.NewClient(&redis.Options{Addr: srv[0].Addr(), Protocol: 2})
+	t.Cleanup(func() { client.Close() })
+	for try := range 100 {
+		m, err := goredis.New(client)
+		require.NoError(t, err)
+		concurrently(8, func(i int) { echoCall(m, time.Duration(i+1)*20*time.Microsecond, "x") })
+		rep, err := echoCall(m, time.Second, "next")
+		if !assert.NoError(t, err, "try %d", try) {
+			m.Close()
+			break
+		}
+		assert.Equal(t, "next", rep.Value)
+		require.NoError(t, m.Close())
+	}
+}
