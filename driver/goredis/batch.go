@@ -29,8 +29,9 @@ const maxLanes = 2
 // script's EVAL after its EVALSHA, go to the same server. Replies are read
 // in order, a batch at a time, and each is matched to its call by its
 // place in the batch: a reply never reaches another call. A call returns at
-// its own deadline even if its batch is still out (see request.expire);
-// the lane then takes no new call until the batch comes back. A batch
+// its own deadline even if its batch is still out (see request.expire); if
+// no batch came back on its lane while it waited, the lane takes no new
+// call until its batch comes back (see stuck). A batch
 // that fails on the connection (a timeout included) loses the lane and its
 // connection; one that comes back whole, however late, leaves the lane to
 // take calls again.
@@ -68,6 +69,7 @@ type lane struct {
 	queue     []*request // calls not yet sent
 	spare     []*request // the last batch's slice, for reuse
 	busy      bool       // a goroutine of run's sends batches
+	answered  uint64     // batches that came back
 	fresh     bool       // no batch has come back: the connection may not be open yet
 	accepting bool       // in t.open
 }
@@ -85,12 +87,14 @@ type request struct {
 
 	taken atomic.Bool          // the reply or the deadline won: the other does nothing
 	lane  atomic.Pointer[lane] // where it was last placed
+	mark  uint64               // under its target's mu: the lane's answered when it was placed there
 
 	// Set by the batch that sends it.
-	check     *driver.Check
-	asked     bool
-	first     int // its first command in the batch
-	questions int
+	check  *driver.Check
+	asked  bool
+	shares bool    // its answers are those asked at the head of the batch
+	own    [][]any // the questions it asks apart, ahead of its script
+	first  int     // its first command in the batch: its own questions, or its script
 }
 
 func newTarget(m *Master, client *redis.Client, server string, cluster bool, dials *atomic.Uint64) *target {
@@ -121,6 +125,7 @@ func (t *target) place(r *request) {
 	}
 	l.queue = append(l.queue, r)
 	r.lane.Store(l)
+	r.mark = l.answered
 	start := !l.busy
 	if start {
 		l.busy = true
@@ -176,12 +181,15 @@ func (t *target) remove(l *lane) []*request {
 	return q
 }
 
-// stuck is told that a call on l reached its deadline before its reply:
-// l's batch, or the one ahead of it, is late. l takes no new call until
-// that batch comes back, and the calls queued on it go on another lane.
-func (t *target) stuck(l *lane) {
+// stuck is told that r reached its deadline before its reply. If no batch
+// came back on r's lane while r waited, the master may be hung or the
+// connection dead: the lane takes no new call until its batch comes back,
+// and the calls queued on it go on another lane. If one did, the master is
+// answering, only late, and another connection would queue the same: the
+// lane stays.
+func (t *target) stuck(l *lane, r *request) {
 	t.mu.Lock()
-	if !l.accepting || !l.busy {
+	if !l.accepting || !l.busy || l.answered != r.mark {
 		t.mu.Unlock()
 		return
 	}
@@ -306,31 +314,52 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	// A connection not yet seen open may lead to any server process: every
 	// call on it is asked. Otherwise the count read now covers the lane's
 	// connection, which was open before it was read.
+	//
+	// Calls that ask the same questions share one set of answers, asked
+	// once at the head of the batch: on one connection and ahead of every
+	// script, they describe the server that runs them all.
 	dials := t.dials.Load()
-	cmds := make([][]any, 0, len(batch))
+	var shared [][]string
+	var sharedCmds [][]any
 	live := batch[:0:0]
 	for _, r := range batch {
-		r.check, r.asked, r.questions = nil, false, 0
+		r.check, r.asked, r.shares, r.own = nil, false, false, nil
 		if r.call.Check != nil {
 			r.check = r.call.Check(t.server)
 		}
 		r.asked = r.check != nil && (fresh || r.check.Due(dials))
-
-		r.first = len(cmds)
 		if r.asked {
-			qs, err := commands(r.check.Commands())
-			if err != nil {
-				r.finish(driver.Reply{Server: t.server}, err)
-				continue
+			qs := r.check.Commands()
+			switch {
+			case shared == nil:
+				cmds, err := commands(qs)
+				if err != nil {
+					r.finish(driver.Reply{Server: t.server}, err)
+					continue
+				}
+				shared, sharedCmds, r.shares = qs, cmds, true
+			case sameQuestions(qs, shared):
+				r.shares = true
+			default:
+				cmds, err := commands(qs)
+				if err != nil {
+					r.finish(driver.Reply{Server: t.server}, err)
+					continue
+				}
+				r.own = cmds
 			}
-			r.questions = len(qs)
-			cmds = append(cmds, qs...)
 		}
-		cmds = append(cmds, scriptArgs(r.call, r.check, r.asked))
 		live = append(live, r)
 	}
 	if len(live) == 0 {
 		return true
+	}
+	cmds := make([][]any, 0, len(sharedCmds)+len(live))
+	cmds = append(cmds, sharedCmds...)
+	for _, r := range live {
+		r.first = len(cmds)
+		cmds = append(cmds, r.own...)
+		cmds = append(cmds, scriptArgs(r.call, r.check, r.asked))
 	}
 	got, err := pipeline(ctx, l.conn, cmds)
 	if err != nil {
@@ -345,13 +374,22 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	}
 	res := make([]result, len(live))
 	var again []int // calls whose script the server lacked
+	var sharedAnswers []any
+	var sharedErr error
+	if len(sharedCmds) > 0 {
+		sharedAnswers, sharedErr = answers(got[:len(sharedCmds)])
+		broken = connErr(sharedErr)
+	}
 	for i, r := range live {
 		var re result
-		if r.asked {
-			re.answers, re.err = answers(got[r.first : r.first+r.questions])
+		switch {
+		case r.shares:
+			re.answers, re.err = slices.Clone(sharedAnswers), sharedErr
+		case r.own != nil:
+			re.answers, re.err = answers(got[r.first : r.first+len(r.own)])
 		}
 		if re.err == nil {
-			re.v, re.err = got[r.first+r.questions].Result()
+			re.v, re.err = got[r.first+len(r.own)].Result()
 			if re.err != nil && isNoScript(re.err) {
 				again = append(again, i)
 			}
@@ -379,6 +417,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	}
 
 	t.mu.Lock()
+	l.answered++
 	if fresh {
 		t.opening = false
 		if !broken {
@@ -485,7 +524,7 @@ func (r *request) expire() {
 	if l := r.lane.Load(); l != nil {
 		rep.Server = l.t.server
 		if errors.Is(err, context.DeadlineExceeded) {
-			l.t.stuck(l)
+			l.t.stuck(l, r)
 		}
 	}
 	r.deliver(rep, err)
@@ -503,4 +542,9 @@ func (r *request) finish(rep driver.Reply, err error) {
 func (r *request) deliver(rep driver.Reply, err error) {
 	defer r.m.inflight.Done()
 	r.done.Returned(rep, err)
+}
+
+// sameQuestions reports whether a and b are the same commands.
+func sameQuestions(a, b [][]string) bool {
+	return slices.EqualFunc(a, b, slices.Equal[[]string])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,4 +183,41 @@ func TestBatch_NewLaneAbandonedBeforeItsFirstBatch_DoesNotBlockTheNext(t *testin
 		assert.Equal(t, "next", rep.Value)
 		require.NoError(t, m.Close())
 	}
+}
+
+// Calls in one batch that ask the same questions share one set of
+// answers, asked once at the head of the batch, on their connection.
+func TestBatch_SameQuestions_AskedOncePerBatch(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m := wrap(t, srv[0].Addr(), redis.Options{ContextTimeoutEnabled: true})
+	_, err := echoCall(m, 2*time.Second, "warm")
+	require.NoError(t, err)
+	asked := func() int {
+		info, err := srv[0].Info("commandstats")
+		require.NoError(t, err)
+		calls, _, _ := strings.Cut(strings.TrimPrefix(info["cmdstat_client|id"], "calls="), ",")
+		n, _ := strconv.Atoi(calls)
+		return n
+	}
+
+	// The calls queue while the master is stopped, and go out together.
+	resume := pause(t, srv[0])
+	reps := make([]driver.Reply, 8)
+	errs := make([]error, 8)
+	go func() { time.Sleep(200 * time.Millisecond); resume() }()
+	concurrently(8, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		reps[i], errs[i] = m.Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{strconv.Itoa(i)},
+			Check: func(string) *driver.Check {
+				return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}, Always: true}
+			}})
+	})
+	for i := range reps {
+		require.NoError(t, errs[i])
+		assert.Equal(t, strconv.Itoa(i), reps[i].Value)
+		require.Len(t, reps[i].Answers, 1)
+		assert.IsType(t, int64(0), reps[i].Answers[0])
+	}
+	assert.Less(t, asked(), 8, "the questions went once per batch, not once per call")
 }
