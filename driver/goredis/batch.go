@@ -13,11 +13,13 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// maxLanes bounds the connections that take calls to one server. One lane
-// sends a batch and waits for its replies; a second one sends the next
-// batch meanwhile, so the server is rarely idle. More buy nothing on two
-// cores and cost the server a client each.
-const maxLanes = 2
+// maxLanes bounds the connections that take calls to one server. With
+// one, concurrent calls reach each master in the order they were made, so
+// concurrent acquires get their fence numbers from every master in about
+// the same order: with two connections per master they are reordered
+// apart on each, and the lock raises lagging fence counters (an extra
+// round trip of its acquire) several times as often.
+const maxLanes = 1
 
 // target is one server the calls go to, and the connections (lanes) the
 // adapter keeps to it. Concurrent calls coalesce: each lane sends what was
@@ -36,10 +38,10 @@ const maxLanes = 2
 // connection; one that comes back whole, however late, leaves the lane to
 // take calls again.
 //
-// A new lane is opened when none takes calls, or when each is busy and
-// fewer than maxLanes are open; never while another new one has not yet
-// had its first batch back, so that a master that hangs gets one
-// connection at a time, not a storm.
+// A new lane is opened when none takes calls (or each is busy and fewer
+// than maxLanes are open); never while another new one has not yet had its
+// first batch back, so that a master that hangs gets one connection at a
+// time, not a storm.
 type target struct {
 	m       *Master
 	client  *redis.Client

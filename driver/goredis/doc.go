@@ -34,10 +34,10 @@
 //
 // A go-redis client sends a command on a connection of its pool and waits
 // for the reply before the connection serves another. The adapter instead
-// holds a connection or two of each master's
-// (Client.Conn: one connection of the client's pool, for as long as the
-// adapter keeps it), and calls coalesce: those made while a connection's
-// batch is out go together in its next batch, one pipelined round trip.
+// holds one connection of each master's (Client.Conn: one connection of
+// the client's pool, for as long as the adapter keeps it), and calls
+// coalesce: those made while the connection's batch is out go together in
+// its next batch, one pipelined round trip.
 // Replies are read in order and matched to their calls by their place in
 // the batch. A script the server has not cached (NOSCRIPT) is sent by its
 // source next, on the same connection. The client's retries (MaxRetries)
@@ -76,9 +76,9 @@
 // comes somewhat late is still read and the connection kept, with its
 // setup (HELLO, AUTH, CLIENT SETINFO). A connection whose batch is late
 // takes no new call until the batch comes back; one whose batch fails,
-// timing out included, is dropped. Meanwhile calls go on the other
-// connection, or on a new one; of those, one at a time is opened, so a
-// master that hangs sees no storm of connections. Close waits for batches
+// timing out included, is dropped. Meanwhile calls go on a new connection;
+// of those, one at a time is opened, so a master that hangs sees no storm
+// of connections. Close waits for batches
 // still out.
 //
 // # Clusters
