@@ -74,11 +74,12 @@
 // ContextTimeoutEnabled bounds its reads and writes by that, any other by
 // its ReadTimeout and WriteTimeout, 5 s by default), so that a reply that
 // comes somewhat late is still read and the connection kept, with its
-// setup (HELLO, AUTH, CLIENT SETINFO). A connection whose batch is late
-// takes no new call until the batch comes back; one whose batch fails,
-// timing out included, is dropped. Meanwhile calls go on a new connection;
-// of those, one at a time is opened, so a master that hangs sees no storm
-// of connections. Close waits for batches
+// setup (HELLO, AUTH, CLIENT SETINFO). When a call reaches its deadline
+// and nothing came back on its connection while it waited, the master may
+// be hung: the connection takes no new call until its batch comes back,
+// and one whose batch fails, timing out included, is dropped. Meanwhile
+// calls go on a new connection; of those, one at a time is opened, so a
+// master that hangs sees no storm of connections. Close waits for batches
 // still out.
 //
 // # Clusters
