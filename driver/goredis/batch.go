@@ -13,18 +13,16 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// maxLanes bounds the connections that take calls to one server. With
-// one, concurrent calls reach each master in the order they were made, so
-// concurrent acquires get their fence numbers from every master in about
-// the same order: with two connections per master they are reordered
-// apart on each, and the lock raises lagging fence counters (an extra
-// round trip of its acquire) several times as often.
-const maxLanes = 1
-
-// target is one server the calls go to, and the connections (lanes) the
-// adapter keeps to it. Concurrent calls coalesce: each lane sends what was
+// target is one server the calls go to, and the connection (lane) the
+// adapter keeps to it. Concurrent calls coalesce: the lane sends what was
 // queued on it while its previous batch was out, in one pipelined round
 // trip, on its one connection.
+//
+// One lane takes calls at a time: concurrent calls then reach each master
+// in the order they were made, and concurrent acquires get their fence
+// numbers from every master in about the same order. Two connections per
+// master reorder them apart on each, and the lock raises lagging fence
+// counters (an extra round trip of its acquire) many times as often.
 //
 // A lane is a go-redis Conn: one connection of the client's pool, held for
 // the lane's life, so that a call's questions and its script, and a
@@ -38,10 +36,9 @@ const maxLanes = 1
 // connection; one that comes back whole, however late, leaves the lane to
 // take calls again.
 //
-// A new lane is opened when none takes calls (or each is busy and fewer
-// than maxLanes are open); never while another new one has not yet had its
-// first batch back, so that a master that hangs gets one connection at a
-// time, not a storm.
+// A new lane is opened when none takes calls, but never while another new
+// one has not yet had its first batch back, so that a master that hangs
+// gets one connection at a time, not a storm.
 type target struct {
 	m       *Master
 	client  *redis.Client
@@ -56,8 +53,7 @@ type target struct {
 	dials *atomic.Uint64
 
 	mu      sync.Mutex
-	open    []*lane    // the lanes taking calls
-	next    int        // round robin over busy lanes
+	cur     *lane      // the lane taking calls, if any
 	opening bool       // a new lane's first batch is out
 	waiting []*request // calls that found no lane taking calls while one was opening
 	closed  bool       // no call is placed any more; idle lanes are closed
@@ -73,7 +69,7 @@ type lane struct {
 	busy      bool       // a goroutine of run's sends batches
 	answered  uint64     // batches that came back
 	fresh     bool       // no batch has come back: the connection may not be open yet
-	accepting bool       // in t.open
+	accepting bool       // t.cur
 }
 
 // request is one call in flight: its own deadline, and what its batch
@@ -139,31 +135,14 @@ func (t *target) place(r *request) {
 	}
 }
 
-// pick returns the lane a call goes on: an idle one, else a new one if
-// allowed, else the busy one with the shortest queue. The caller holds t.mu.
+// pick returns the lane a call goes on: the one taking calls, else a new
+// one unless another is opening. The caller holds t.mu.
 func (t *target) pick() *lane {
-	for _, l := range t.open {
-		if !l.busy {
-			return l
-		}
-	}
-	if len(t.open) < maxLanes && !t.opening {
-		l := &lane{t: t, conn: t.client.Conn(), fresh: true, accepting: true}
+	if t.cur == nil && !t.opening {
+		t.cur = &lane{t: t, conn: t.client.Conn(), fresh: true, accepting: true}
 		t.opening = true
-		t.open = append(t.open, l)
-		return l
 	}
-	if len(t.open) == 0 {
-		return nil
-	}
-	best := t.open[t.next%len(t.open)]
-	t.next++
-	for _, l := range t.open {
-		if len(l.queue) < len(best.queue) {
-			best = l
-		}
-	}
-	return best
+	return t.cur
 }
 
 // remove takes l out of the lanes that take calls, and returns the calls
@@ -171,12 +150,7 @@ func (t *target) pick() *lane {
 func (t *target) remove(l *lane) []*request {
 	if l.accepting {
 		l.accepting = false
-		for i, o := range t.open {
-			if o == l {
-				t.open = append(t.open[:i], t.open[i+1:]...)
-				break
-			}
-		}
+		t.cur = nil
 	}
 	q := l.queue
 	l.queue = nil
@@ -209,20 +183,18 @@ func (t *target) replace(moved []*request) {
 	}
 }
 
-// close stops placing calls and closes the idle lanes' connections; a busy
+// close stops placing calls and closes the lane's connection if idle; a busy
 // lane closes its own when its queue runs out.
 func (t *target) close() {
 	t.mu.Lock()
 	t.closed = true
-	var idle []*lane
-	for _, l := range t.open {
-		if !l.busy {
-			idle = append(idle, l)
-		}
+	idle := t.cur
+	if idle != nil && idle.busy {
+		idle = nil
 	}
 	t.mu.Unlock()
-	for _, l := range idle {
-		l.conn.Close()
+	if idle != nil {
+		idle.conn.Close()
 	}
 }
 
@@ -434,10 +406,10 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	switch {
 	case broken:
 		moved = t.remove(l)
-	case !l.accepting && !t.closed && len(t.open) < maxLanes:
+	case !l.accepting && !t.closed && t.cur == nil:
 		// Stuck earlier, back whole: it takes calls again.
 		l.accepting = true
-		t.open = append(t.open, l)
+		t.cur = l
 	}
 	if fresh || l.accepting {
 		moved = append(moved, t.waiting...)
