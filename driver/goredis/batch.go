@@ -487,21 +487,18 @@ func (r *request) retry(err error) bool {
 	return true
 }
 
-// expire is run when r's ctx ends: if its reply is not in, r returns the
-// ctx's error, and a deadline marks its lane stuck.
+// expire is run at r's deadline: if its reply is not in, r returns
+// context.DeadlineExceeded, and its lane may be stuck.
 func (r *request) expire() {
 	if !r.taken.CompareAndSwap(false, true) {
 		return
 	}
-	err := r.ctx.Err()
 	rep := driver.Reply{Lost: r.lost.Load()}
 	if l := r.lane.Load(); l != nil {
 		rep.Server = l.t.server
-		if errors.Is(err, context.DeadlineExceeded) {
-			l.t.stuck(l, r)
-		}
+		l.t.stuck(l, r)
 	}
-	r.deliver(rep, err)
+	r.deliver(rep, context.DeadlineExceeded)
 }
 
 // finish hands r's outcome over, unless its ctx ended first.

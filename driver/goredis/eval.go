@@ -3,6 +3,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -12,29 +13,47 @@ import (
 // Start runs call as Eval does and hands its reply to done (see
 // driver.Starter): the call is queued on a connection of the master and
 // goes out with the next batch on it; done runs on the goroutine that reads
-// the batch's replies, or when ctx ends first, whichever comes first.
+// the batch's replies, or at ctx's deadline if that comes first. A ctx
+// cancelled before its deadline does not cut the call short: its reply,
+// which the lock can use, is seldom more than a round trip away.
 func (m *Master) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	if call.Script == nil {
 		done.Returned(driver.Reply{}, invalid("the call has no script"))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		done.Returned(driver.Reply{}, err)
 		return
 	}
 	if err := m.enter(); err != nil {
 		done.Returned(driver.Reply{}, err)
 		return
 	}
-	r := &request{m: m, ctx: ctx, call: call, done: done}
-	r.stop = context.AfterFunc(ctx, r.expire)
+	r := &request{m: m, ctx: ctx, call: call, done: done, stop: func() bool { return true }}
+	if dl, ok := ctx.Deadline(); ok {
+		r.stop = time.AfterFunc(time.Until(dl), r.expire).Stop
+	}
 	m.dispatch(r)
 }
 
 // Eval runs a script on the master, or on the master of the slot of the
 // call's first key in a cluster: see driver.Master. It returns by ctx's
-// deadline; a connection found dead is replaced, up to twice, within ctx.
+// deadline, or its cancellation; a connection found dead is replaced, up
+// to twice, within ctx.
 func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	ch := make(chan outcome, 1)
+	ch := make(chan outcome, 1) // buffered: a reply after the caller left is dropped
 	m.Start(ctx, call, outcomeTo(ch))
-	o := <-ch
-	return o.rep, o.err
+	select {
+	case o := <-ch:
+		return o.rep, o.err
+	case <-ctx.Done():
+	}
+	select {
+	case o := <-ch: // delivered as ctx ended
+		return o.rep, o.err
+	default:
+		return driver.Reply{}, ctx.Err()
+	}
 }
 
 type outcome struct {
