@@ -181,7 +181,7 @@ var snippetImports = map[string]string{
 	"clock":         "github.com/quorumlock/quorumlock/clock",
 	"driver":        "github.com/quorumlock/quorumlock/driver",
 	"fencing":       "github.com/quorumlock/quorumlock/fencing",
-	"pool":          "github.com/quorumlock/quorumlock/pool",
+	"redigo":        "github.com/quorumlock/quorumlock/driver/redigo",
 	"redlock":       "github.com/quorumlock/quorumlock/redlock",
 	"redlocktest":   "github.com/quorumlock/quorumlock/redlocktest",
 	"goredis":       "github.com/quorumlock/quorumlock/driver/goredis",

@@ -16,12 +16,12 @@ func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
 		waiters func(o *Observer) []Waiter
 	}{
 		{"quorumlock-shared", func(o *Observer) []Waiter {
-			return repeat(newObservedQuorumLock(t, cl.addrs, o, true), 8)
+			return repeat(newObservedQuorumLock(t, cl.addrs, o), 8)
 		}},
 		{"quorumlock-8clients", func(o *Observer) []Waiter {
 			ws := make([]Waiter, 8)
 			for i := range ws {
-				ws[i] = newObservedQuorumLock(t, cl.addrs, o, true)
+				ws[i] = newObservedQuorumLock(t, cl.addrs, o)
 			}
 			return ws
 		}},
@@ -56,7 +56,7 @@ func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
 
 func TestRunContention_MaxLocks_EndsTheRun(t *testing.T) {
 	cl := startTestbed(t)
-	q := newQuorumLock(t, cl.addrs, true, nil)
+	q := newQuorumLock(t, cl.addrs, nil)
 	r, err := RunContention(context.Background(), ContentionConfig{
 		Key: "k", Waiters: repeat(q, 4), Duration: 10 * time.Second, MaxLocks: 20, Quorum: quorum,
 	})
@@ -68,7 +68,7 @@ func TestRunContention_MaxLocks_EndsTheRun(t *testing.T) {
 
 func TestRunContention_MeasureStalls_OnlyWhenAsked(t *testing.T) {
 	cl := startTestbed(t)
-	q := newQuorumLock(t, cl.addrs, true, nil)
+	q := newQuorumLock(t, cl.addrs, nil)
 	r, err := RunContention(context.Background(), ContentionConfig{
 		Key: "k", Waiters: repeat(q, 2), Duration: 100 * time.Millisecond, MaxLocks: 1 << 20,
 		Quorum: quorum, MeasureStalls: true,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // Floor is the least a correct Redlock acquire+release can do, written
@@ -64,10 +64,10 @@ func NewFloor(pools []*redis.Pool, timeout, ttl time.Duration) (*Floor, error) {
 }
 
 // NewPipelinedFloor is NewFloor over the library's pipelined connections
-// (pool.Redis in its pipelined mode), one per master: the same client code,
+// (redigo.Redis), one per master: the same client code,
 // with the commands of concurrent operations sharing one connection per
 // master. Close closes them.
-func NewPipelinedFloor(masters []*pool.Redis, timeout, ttl time.Duration) (*Floor, error) {
+func NewPipelinedFloor(masters []*redigo.Redis, timeout, ttl time.Duration) (*Floor, error) {
 	ms := make([]floorMaster, len(masters))
 	for i, m := range masters {
 		if m == nil {
@@ -132,7 +132,7 @@ func (m redigoMaster) do(ctx context.Context, cmd string, args ...string) (any, 
 func (m redigoMaster) Close() error { return m.p.Close() }
 
 // pipelinedMaster is a master behind one pipelined connection.
-type pipelinedMaster struct{ r *pool.Redis }
+type pipelinedMaster struct{ r *redigo.Redis }
 
 func (m pipelinedMaster) do(ctx context.Context, cmd string, args ...string) (any, error) {
 	return m.r.Do(ctx, cmd, args...)
@@ -183,7 +183,7 @@ func NewScriptedFloor(pools []*redis.Pool, timeout, ttl time.Duration, acquireSr
 
 // NewPipelinedScriptedFloor is NewScriptedFloor over pipelined connections
 // (see NewPipelinedFloor).
-func NewPipelinedScriptedFloor(masters []*pool.Redis, timeout, ttl time.Duration, acquireSrc, releaseSrc string) (*Floor, error) {
+func NewPipelinedScriptedFloor(masters []*redigo.Redis, timeout, ttl time.Duration, acquireSrc, releaseSrc string) (*Floor, error) {
 	f, err := NewPipelinedFloor(masters, timeout, ttl)
 	if err != nil {
 		return nil, err

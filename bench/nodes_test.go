@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
 	goredisdriver "github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -31,7 +32,7 @@ func standaloneNodes(addrs []string) []lockNode {
 	return ns
 }
 
-// url is the node as pool.Open takes it: the address, or a
+// url is the node as redigo.Open takes it: the address, or a
 // redis+cluster:// URL listing the seeds.
 func (n lockNode) url() string {
 	if n.cluster {
@@ -41,29 +42,24 @@ func (n lockNode) url() string {
 }
 
 // nodeNames are the contenders newNodeContender makes on standalone
-// masters and on clusters alike, in table order. quorumlock pipelined is
-// not among them: pool.NewCluster's node pools take the pooled mode
-// whatever the options say, so on clusters the library runs pooled, and
-// quorumlock-pooled is its measure on both.
+// masters and on clusters alike, in table order, besides quorumlock.
 func nodeNames() []string {
-	return []string{"quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials", "redsync-goredis"}
+	return []string{"quorumlock-goredis", "quorumlock-rueidis", "redsync-goredis", "redsync-rueidis"}
 }
 
 // newNodeContender returns the named contender over nodes, its commands
 // counted in sent, closed with the test:
 //
-//   - quorumlock, quorumlock-pooled: the library over pool.Open, pipelined
-//     or pooled: a pool.Redis for a master, a pool.Cluster for a
-//     redis+cluster:// URL (whose node pools are pooled either way);
+//   - quorumlock: the library over redigo.Open: a redigo.Redis for a
+//     master, a redigo.Cluster for a redis+cluster:// URL;
 //   - quorumlock-goredis: the library over the go-redis adapter, with a
 //     *goredis.Client per master or a *goredis.ClusterClient per cluster;
-//   - quorumlock-rueidis: the library over the rueidis adapter as it comes,
-//     the restart guard's questions going with every call;
-//   - quorumlock-rueidis-dials: the same with the client's dials counted
-//     (rueidisdriver.WithDials), the questions going only on a new
-//     connection, as with the other drivers;
+//   - quorumlock-rueidis: the library over the rueidis adapter, with a
+//     rueidis client per master or per cluster;
 //   - redsync-goredis: redsync with its go-redis v9 adapter, on the same
-//     go-redis clients.
+//     go-redis clients;
+//   - redsync-rueidis: redsync with its rueidis adapter (over
+//     rueidiscompat), on the same rueidis clients.
 //
 // The commands are counted where they leave the client: a wrapped driver
 // for quorumlock (as newQuorumLock), a go-redis hook, a wrapped rueidis
@@ -79,7 +75,17 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 		r := NewRedsyncGoRedis(clients, lockTTL)
 		tb.Cleanup(func() { r.Close() })
 		return r
-	case "quorumlock", "quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials":
+	case "redsync-rueidis":
+		clients := make([]rueidis.Client, len(nodes))
+		for i, n := range nodes {
+			c, err := NewRueidisClient(n.seeds)
+			require.NoError(tb, err, "%s on %v", name, n.seeds)
+			clients[i] = countedRueidis{c, sent}
+		}
+		r := NewRedsyncRueidis(clients, lockTTL)
+		tb.Cleanup(func() { r.Close() })
+		return r
+	case "quorumlock", "quorumlock-goredis", "quorumlock-rueidis":
 	default:
 		tb.Fatalf("no contender %q", name)
 	}
@@ -90,15 +96,15 @@ func newNodeContender(tb testing.TB, name string, nodes []lockNode, sent *atomic
 			err error
 		)
 		switch name {
-		case "quorumlock", "quorumlock-pooled":
-			m, err = pool.Open(n.url(), pool.WithPipeline(name == "quorumlock"))
+		case "quorumlock":
+			m, err = redigo.Open(n.url())
 			if err == nil {
 				m = counted(m, sent)
 			}
 		case "quorumlock-goredis":
 			m, err = goredisdriver.New(newGoRedis(n, sent), goredisdriver.WithCloseClient())
 		default:
-			m, err = newRueidisMaster(n, name == "quorumlock-rueidis-dials", sent)
+			m, err = newRueidisMaster(n, sent)
 		}
 		require.NoError(tb, err, "%s on %v", name, n.seeds)
 		tb.Cleanup(func() { m.Close() }) // after the client's: cleanups run last first
@@ -125,18 +131,13 @@ func newGoRedis(n lockNode, sent *atomic.Int64) goredis.UniversalClient {
 }
 
 // newRueidisMaster returns the rueidis adapter over a client to n that
-// counts its commands in sent, with its dials counted or not; closing it
-// closes the client.
-func newRueidisMaster(n lockNode, withDials bool, sent *atomic.Int64) (driver.Master, error) {
-	client, dials, err := NewRueidisClient(n.seeds, withDials)
+// counts its commands in sent; closing it closes the client.
+func newRueidisMaster(n lockNode, sent *atomic.Int64) (driver.Master, error) {
+	client, err := NewRueidisClient(n.seeds)
 	if err != nil {
 		return nil, err
 	}
-	opts := []rueidisdriver.Option{rueidisdriver.WithCloseClient()}
-	if withDials {
-		opts = append(opts, rueidisdriver.WithDials(dials))
-	}
-	m, err := rueidisdriver.New(countedRueidis{client, sent}, opts...)
+	m, err := rueidisdriver.New(countedRueidis{client, sent}, rueidisdriver.WithCloseClient())
 	if err != nil {
 		client.Close()
 		return nil, err

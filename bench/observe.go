@@ -11,7 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // Observer counts the votes of every lock attempt on one key, for any
@@ -263,9 +263,9 @@ func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
 }
 
 // ObservedPool is a quorumlock driver whose acquire scripts are reported to
-// an Observer. Its subscriptions are the wrapped pool's, unobserved.
+// an Observer. Its subscriptions are the wrapped driver's, unobserved.
 type ObservedPool struct {
-	P *pool.Redis
+	P *redigo.Redis
 	O *Observer
 }
 

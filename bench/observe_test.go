@@ -18,7 +18,7 @@ func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
 		name string
 		make func(o *Observer) Locker
 	}{
-		{"quorumlock", func(o *Observer) Locker { return newObservedQuorumLock(t, cl.addrs, o, true) }},
+		{"quorumlock", func(o *Observer) Locker { return newObservedQuorumLock(t, cl.addrs, o) }},
 		{"redsync", func(o *Observer) Locker { return newObservedRedsync(t, cl.addrs, o) }},
 	}
 	for _, tc := range cases {

@@ -7,10 +7,10 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// NewRedigoPool returns a redigo pool to one master with the same settings
-// as quorumlock's pool.New defaults, so that every contender pays the same
-// for connections: 1 s dial, read and write timeouts, 64 idle connections,
-// no cap on active ones.
+// NewRedigoPool returns a redigo pool to one master with quorumlock's
+// default timeouts (redigo.New), so that every contender pays the same for
+// connections: 1 s dial, read and write timeouts; 64 idle connections, no
+// cap on active ones, so that no call waits for a connection.
 func NewRedigoPool(addr string) *redis.Pool {
 	opts := []redis.DialOption{
 		redis.DialConnectTimeout(time.Second),

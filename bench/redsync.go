@@ -10,12 +10,15 @@ import (
 	rsredis "github.com/go-redsync/redsync/v4/redis"
 	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	rsredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	rsrueidis "github.com/go-redsync/redsync/v4/redis/rueidis"
 	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidiscompat"
 )
 
-// Redsync is go-redsync/redsync/v4 with its redigo or its go-redis v9
-// adapter, as a contender. It runs with its defaults (it waits for every
+// Redsync is go-redsync/redsync/v4 with its redigo, its go-redis v9 or its
+// rueidis adapter, as a contender. It runs with its defaults (it waits for every
 // master; Lock retries after 50 to 250 ms, 32 times) except the expiry,
 // which is the benchmark's TTL.
 type Redsync struct {
@@ -61,6 +64,23 @@ func NewRedsyncGoRedis(clients []goredis.UniversalClient, ttl time.Duration, opt
 	}
 	return redsyncOver(rp, closers, ttl, opts)
 }
+
+// NewRedsyncRueidis returns redsync with its rueidis adapter (over
+// rueidiscompat) over clients, one per master. Close closes the clients.
+func NewRedsyncRueidis(clients []rueidis.Client, ttl time.Duration, opts ...redsync.Option) *Redsync {
+	rp := make([]rsredis.Pool, len(clients))
+	closers := make([]io.Closer, len(clients))
+	for i, c := range clients {
+		rp[i] = rsrueidis.NewPool(rueidiscompat.NewAdapter(c))
+		closers[i] = rueidisCloser{c}
+	}
+	return redsyncOver(rp, closers, ttl, opts)
+}
+
+// rueidisCloser is a rueidis client as an io.Closer.
+type rueidisCloser struct{ c rueidis.Client }
+
+func (r rueidisCloser) Close() error { r.c.Close(); return nil }
 
 func redsyncOver(pools []rsredis.Pool, owned []io.Closer, ttl time.Duration, opts []redsync.Option) *Redsync {
 	return &Redsync{

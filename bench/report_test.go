@@ -304,7 +304,7 @@ func reportTables(rounds []Round) string {
 		slowRows = append(slowRows, Row{l, "slow/" + l})
 		lanRows = append(lanRows, Row{l, "lan/" + l})
 	}
-	vs := []string{"quorumlock-shared", "quorumlock-shared-pooled", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
+	vs := []string{"quorumlock-shared", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
 	var cRows []Row
 	for _, v := range vs {
 		cRows = append(cRows, Row{v, "contend/" + v})
@@ -367,33 +367,26 @@ func reportTables(rounds []Round) string {
 		title string
 		value func(Round) (float64, bool)
 	}{
-		{"64 goroutines: locks/s quorumlock / quorumlock-pooled: the pipelined driver", Ratio("par/quorumlock/ops_s", "par/quorumlock-pooled/ops_s")},
 		{"64 goroutines: locks/s quorumlock / redsync-failfast", Ratio("par/quorumlock/ops_s", "par/redsync-failfast/ops_s")},
 		{"64 goroutines: locks/s floor-pipelined / redsync: the ceiling", Ratio("par/floor-pipelined/ops_s", "par/redsync/ops_s")},
 		{"64 goroutines: locks/s floor-lua-pipelined / redsync: the ceiling with the library's scripts", Ratio("par/floor-lua-pipelined/ops_s", "par/redsync/ops_s")},
 		{"64 goroutines: locks/s quorumlock / floor-lua-pipelined: the library's client code", Ratio("par/quorumlock/ops_s", "par/floor-lua-pipelined/ops_s")},
 		{"64 goroutines: client CPU quorumlock / floor-lua-pipelined", Ratio("par/quorumlock/client_cpu_us", "par/floor-lua-pipelined/client_cpu_us")},
 		{"64 goroutines: masters' CPU floor-lua / floor: the library's scripts", Ratio("par/floor-lua/masters_cpu_us", "par/floor/masters_cpu_us")},
-		{"masters 250 µs away: locks/s quorumlock / quorumlock-pooled", Ratio("lan/quorumlock/ops_s", "lan/quorumlock-pooled/ops_s")},
 		{"masters 250 µs away: locks/s quorumlock / redsync-failfast", Ratio("lan/quorumlock/ops_s", "lan/redsync-failfast/ops_s")},
 		{"masters 250 µs away: locks/s quorumlock / floor", Ratio("lan/quorumlock/ops_s", "lan/floor/ops_s")},
 		{"masters 250 µs away: locks/s floor-pipelined / redsync", Ratio("lan/floor-pipelined/ops_s", "lan/redsync/ops_s")},
-		{"1 goroutine: p50 quorumlock / quorumlock-pooled, distinct keys", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/quorumlock-pooled/p50_us")},
 		{"1 goroutine: p50 floor-lua / floor, distinct keys: the library's scripts on the masters", Ratio("seq-distinct/floor-lua/p50_us", "seq-distinct/floor/p50_us")},
 		{"1 goroutine: p50 quorumlock / floor-lua, distinct keys: the library's client code", Ratio("seq-distinct/quorumlock/p50_us", "seq-distinct/floor-lua/p50_us")},
 		{"1 goroutine: masters' CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/masters_cpu_us", "seq-distinct/floor/masters_cpu_us")},
 		{"1 goroutine: client CPU per op, quorumlock / floor, distinct keys", Ratio("seq-distinct/quorumlock/client_cpu_us", "seq-distinct/floor/client_cpu_us")},
 		{"64 goroutines: locks/s quorumlock-goredis / quorumlock: the go-redis adapter", Ratio("par/quorumlock-goredis/ops_s", "par/quorumlock/ops_s")},
-		{"64 goroutines: locks/s quorumlock-goredis / quorumlock-pooled", Ratio("par/quorumlock-goredis/ops_s", "par/quorumlock-pooled/ops_s")},
 		{"64 goroutines: locks/s quorumlock-rueidis / quorumlock: the rueidis adapter", Ratio("par/quorumlock-rueidis/ops_s", "par/quorumlock/ops_s")},
-		{"64 goroutines: locks/s quorumlock-rueidis-dials / quorumlock", Ratio("par/quorumlock-rueidis-dials/ops_s", "par/quorumlock/ops_s")},
-		{"64 goroutines: masters' CPU quorumlock-rueidis / quorumlock-rueidis-dials: the guard's questions on every call", Ratio("par/quorumlock-rueidis/masters_cpu_us", "par/quorumlock-rueidis-dials/masters_cpu_us")},
 		{"64 goroutines: locks/s redsync-goredis / redsync: redsync's go-redis adapter", Ratio("par/redsync-goredis/ops_s", "par/redsync/ops_s")},
 		{"64 goroutines: locks/s quorumlock-goredis / redsync-goredis: both on go-redis", Ratio("par/quorumlock-goredis/ops_s", "par/redsync-goredis/ops_s")},
 		{"1 goroutine: p50 quorumlock-goredis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"1 goroutine: p50 quorumlock-rueidis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-rueidis/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"1 goroutine: p50 quorumlock-goredis / redsync-goredis, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/redsync-goredis/p50_us")},
-		{"8 goroutines on one key: locks/s quorumlock-shared / quorumlock-shared-pooled", Ratio("contend/quorumlock-shared/locks_s", "contend/quorumlock-shared-pooled/locks_s")},
 		{"p50 quorumlock, 1 master late / quorumlock healthy", Ratio("slow/quorumlock/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"p50 redsync-failfast, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync-failfast/p50_us", "slow/quorumlock/p50_us")},
 	} {

@@ -150,13 +150,9 @@ func scaleRatios(rounds []Round) string {
 		title string
 		value func(Round) (float64, bool)
 	}{
-		{"3 masters: locks/s quorumlock / quorumlock-pooled", Ratio("scale-masters/quorumlock/ops_s", "scale-masters/quorumlock-pooled/ops_s")},
 		{"3 masters: locks/s quorumlock-goredis / redsync-goredis", Ratio("scale-masters/quorumlock-goredis/ops_s", "scale-masters/redsync-goredis/ops_s")},
 		{"3 clusters: locks/s quorumlock / redsync-goredis", Ratio("scale-clusters/quorumlock/ops_s", "scale-clusters/redsync-goredis/ops_s")},
-		{"3 clusters: locks/s quorumlock / quorumlock-pooled", Ratio("scale-clusters/quorumlock/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 		{"3 clusters: locks/s quorumlock-goredis / redsync-goredis", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/redsync-goredis/ops_s")},
-		{"3 clusters: locks/s quorumlock-goredis / quorumlock-pooled", Ratio("scale-clusters/quorumlock-goredis/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
-		{"3 clusters: locks/s quorumlock-rueidis-dials / quorumlock-pooled", Ratio("scale-clusters/quorumlock-rueidis-dials/ops_s", "scale-clusters/quorumlock-pooled/ops_s")},
 	} {
 		fmt.Fprintf(&b, "| %s | %s |\n", d.title, Summarise(series(rounds, d.value)).Format("%.2f"))
 	}

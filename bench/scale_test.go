@@ -61,7 +61,7 @@ func startTopologies(tb testing.TB) []topology {
 }
 
 // scaleNames are the contenders of the scale run, in table order: the
-// library on its own driver (pipelined, pool.New's and pool.NewCluster's
+// library on its own driver (pipelined, redigo.New's and redigo.NewCluster's
 // default), then nodeNames.
 func scaleNames(topology) []string {
 	return append([]string{"quorumlock"}, nodeNames()...)

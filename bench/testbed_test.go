@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -56,13 +56,12 @@ func startTestbed(tb testing.TB) *testbed {
 	return c
 }
 
-// newPools returns a pool.Redis per address, in the pipelined or the
-// pooled mode, closed with the test.
-func newPools(tb testing.TB, addrs []string, pipelined bool) []*pool.Redis {
+// newPools returns a redigo.Redis per address, closed with the test.
+func newPools(tb testing.TB, addrs []string) []*redigo.Redis {
 	tb.Helper()
-	ps := make([]*pool.Redis, len(addrs))
+	ps := make([]*redigo.Redis, len(addrs))
 	for i, a := range addrs {
-		p, err := pool.New(a, pool.WithPipeline(pipelined))
+		p, err := redigo.New(a)
 		require.NoError(tb, err)
 		tb.Cleanup(func() { p.Close() })
 		ps[i] = p
@@ -70,13 +69,13 @@ func newPools(tb testing.TB, addrs []string, pipelined bool) []*pool.Redis {
 	return ps
 }
 
-// newQuorumLock is the library, pipelined or pooled, with the restart guard
+// newQuorumLock is the library on its own driver, with the restart guard
 // off: the servers are fresh, and would not vote for their first TTL
 // otherwise.
 // Its commands are counted in sent, when not nil.
-func newQuorumLock(tb testing.TB, addrs []string, pipelined bool, sent *atomic.Int64) *QuorumLock {
+func newQuorumLock(tb testing.TB, addrs []string, sent *atomic.Int64) *QuorumLock {
 	tb.Helper()
-	ps := newPools(tb, addrs, pipelined)
+	ps := newPools(tb, addrs)
 	ms := make([]driver.Master, len(ps))
 	for i, p := range ps {
 		ms[i] = p
@@ -92,9 +91,9 @@ func newQuorumLock(tb testing.TB, addrs []string, pipelined bool, sent *atomic.I
 }
 
 // newObservedQuorumLock is newQuorumLock with every acquire reported to o.
-func newObservedQuorumLock(tb testing.TB, addrs []string, o *Observer, pipelined bool) *QuorumLock {
+func newObservedQuorumLock(tb testing.TB, addrs []string, o *Observer) *QuorumLock {
 	tb.Helper()
-	ps := newPools(tb, addrs, pipelined)
+	ps := newPools(tb, addrs)
 	ms := make([]driver.Master, len(ps))
 	for i, p := range ps {
 		ms[i] = ObservedPool{P: p, O: o}
@@ -146,7 +145,7 @@ func newFloor(tb testing.TB, addrs []string) *Floor {
 // the ceiling of what a pipelined client can do.
 func newPipelinedFloor(tb testing.TB, addrs []string) *Floor {
 	tb.Helper()
-	f, err := NewPipelinedFloor(newPools(tb, addrs, true), nodeTimeout, lockTTL)
+	f, err := NewPipelinedFloor(newPools(tb, addrs), nodeTimeout, lockTTL)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { f.Close() })
 	return f
@@ -164,7 +163,7 @@ type namedLocker struct {
 // table order.
 func coreNames() []string {
 	return []string{
-		"quorumlock", "quorumlock-pooled", "redsync", "redsync-failfast",
+		"quorumlock", "redsync", "redsync-failfast",
 		"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
 	}
 }
@@ -174,19 +173,17 @@ func coreNames() []string {
 // table order.
 func allNames() []string {
 	return []string{
-		"quorumlock", "quorumlock-pooled", "quorumlock-goredis", "quorumlock-rueidis", "quorumlock-rueidis-dials",
-		"redsync", "redsync-failfast", "redsync-goredis",
+		"quorumlock", "quorumlock-goredis", "quorumlock-rueidis",
+		"redsync", "redsync-failfast", "redsync-goredis", "redsync-rueidis",
 		"floor", "floor-pipelined", "floor-lua", "floor-lua-pipelined",
 	}
 }
 
 // contenders returns the named contenders over addrs, in the order given:
-// the library pipelined and pooled (pool.New's default); the library over
-// the go-redis adapter, and over the rueidis adapter as it comes (the
-// restart guard's questions with every call) and with its dials counted
-// (the questions only on a new connection); redsync as it comes, with
+// the library on its own driver (redigo.New); the library over
+// the go-redis and the rueidis adapters; redsync as it comes, with
 // WithFailFast(true), which returns at quorum as the others do, and over
-// its go-redis v9 adapter; the floor and the floor running the library's
+// its go-redis v9 and rueidis adapters; the floor and the floor running the library's
 // scripts (a diagnostic that splits the library's cost into client and
 // masters), each on redigo pools and on the library's pipelined
 // connections.
@@ -197,9 +194,7 @@ func contenders(tb testing.TB, addrs []string, names []string) []namedLocker {
 		var l Locker
 		switch name {
 		case "quorumlock":
-			l = newQuorumLock(tb, addrs, true, n)
-		case "quorumlock-pooled":
-			l = newQuorumLock(tb, addrs, false, n)
+			l = newQuorumLock(tb, addrs, n)
 		case "redsync":
 			l = newRedsync(tb, addrs, n)
 		case "redsync-failfast":
@@ -284,15 +279,14 @@ func contentionVariants(tb testing.TB, addrs []string, o *Observer) []variant {
 	tb.Helper()
 	eight := make([]Waiter, contenders8)
 	for i := range eight {
-		eight[i] = newObservedQuorumLock(tb, addrs, o, true)
+		eight[i] = newObservedQuorumLock(tb, addrs, o)
 	}
 	fast := newObservedRedsync(tb, addrs, o)
 	fast.opts = append(fast.opts, redsync.WithTries(1<<20), redsync.WithRetryDelayFunc(func(int) time.Duration {
 		return rand.N(4*time.Millisecond + 1)
 	}))
 	vs := []variant{
-		{"quorumlock-shared", repeat(newObservedQuorumLock(tb, addrs, o, true), contenders8)},
-		{"quorumlock-shared-pooled", repeat(newObservedQuorumLock(tb, addrs, o, false), contenders8)},
+		{"quorumlock-shared", repeat(newObservedQuorumLock(tb, addrs, o), contenders8)},
 		{"quorumlock-8clients", eight},
 		{"redsync", repeat(newObservedRedsync(tb, addrs, o), contenders8)},
 		{"redsync-retry4ms", repeat(fast, contenders8)},
@@ -359,7 +353,7 @@ func newScriptedFloor(tb testing.TB, addrs []string) *Floor {
 func newPipelinedScriptedFloor(tb testing.TB, addrs []string) *Floor {
 	tb.Helper()
 	src := libScripts(tb)
-	f, err := NewPipelinedScriptedFloor(newPools(tb, addrs, true), nodeTimeout, lockTTL, src.acquire, src.release)
+	f, err := NewPipelinedScriptedFloor(newPools(tb, addrs), nodeTimeout, lockTTL, src.acquire, src.release)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { f.Close() })
 	return f

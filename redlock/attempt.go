@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock"
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 

@@ -146,7 +146,7 @@ func (p probe) role(r *MasterReadiness, m *master, f info.Fields, replication, c
 		r.add("role", CheckOK, "a Redis Cluster given as one master; the check key's shard master is "+server, "")
 	case cl["cluster_enabled"] == "1":
 		r.add("role", CheckFail, "a Redis Cluster node given as a standalone master: it answers MOVED for keys of other nodes' slots",
-			"give the whole cluster as one master: redis+cluster://host:port,host:port (pool.NewCluster in code)")
+			"give the whole cluster as one master: redis+cluster://host:port,host:port (redigo.NewCluster in code)")
 	case f.Promoted():
 		r.add("role", CheckWarn, "a master promoted from a replica: a client seeing it for the first time may keep it out of the quorum for up to the guard window", "")
 	default:

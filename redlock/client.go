@@ -11,7 +11,7 @@ import (
 
 	"github.com/quorumlock/quorumlock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -39,8 +39,9 @@ type Client struct {
 	closeErr  error
 }
 
-// New returns a client over the given masters, each through its driver: a
-// pool.Redis for redigo, or an adapter of another client library. The
+// New returns a client over the given masters, each through its driver: the
+// default driver's (package driver/redigo: New, NewCluster, Open), or an
+// adapter of a client library. The
 // masters must be independent: not replicas of each other, and each listed
 // once. The client takes the drivers: Close closes each of them, after what
 // the client owes the masters has run. When New returns an error, the
@@ -70,9 +71,8 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	for i, p := range masters {
 		names := c.names()
 		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
-		nodes[i] = newMaster(p, c.scripts, names, c.o.clock,
-			newGuards(func() *guard { return newGuard(&c.o, c.guardWindow) }),
-			&conditions{log: c.o.logger, node: p.Addr(), obs: c.o.observer})
+		nodes[i] = newMaster(p, c.scripts, names, c.o.clock, c.o.logger, c.o.observer,
+			func() *guard { return newGuard(&c.o, c.guardWindow) })
 	}
 	c.attach(nodes)
 	c.owned = append([]driver.Master(nil), masters...)
@@ -125,9 +125,10 @@ func (c *Client) attach(nodes []node) {
 	c.hub = newHub(c)
 }
 
-// NewFromAddrs returns a client over masters given as "host:port" or
-// redis:// and rediss:// URLs (see pool.New), each through a pipelined
-// redigo driver that Close closes.
+// NewFromAddrs returns a client over masters given as "host:port",
+// redis:// and rediss:// URLs (see redigo.New), or redis+cluster:// URLs
+// for a Redis Cluster as one master (see redigo.Open), each through the
+// default driver, which Close closes.
 func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, invalid("no nodes")
@@ -139,7 +140,7 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 		}
 	}
 	for i, a := range addrs {
-		p, err := pool.Open(a)
+		p, err := redigo.Open(a)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalid, i, err)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -64,38 +63,6 @@ func (c *condition) note(err error) {
 		}
 		c.log.Warn("redlock: "+what+" failing; "+effect, "addr", c.addr, "failure", kind, "err", err, "fix", fix)
 	}
-}
-
-// conditions keeps a condition per server of one node: the one master of a
-// plain node, or each shard master of a Redis Cluster node, which can fail
-// while its neighbours answer. Calls to the node's other shards then do not
-// flip one shared condition back and forth.
-type conditions struct {
-	log  *slog.Logger
-	node string // the node's address, logged beside a shard's
-	obs  Observer
-
-	own      atomic.Pointer[condition] // the node's own, made on first use
-	byServer sync.Map                  // another server → *condition
-}
-
-// of returns the condition of the server a call went to ("" when the call
-// failed before it reached one: the node's own). The node's own, which
-// every call to a plain master notes, is found without a map.
-func (cs *conditions) of(server string) *condition {
-	if server == "" || server == cs.node {
-		if c := cs.own.Load(); c != nil {
-			return c
-		}
-		cs.own.CompareAndSwap(nil, &condition{log: cs.log, addr: cs.node, obs: cs.obs})
-		return cs.own.Load()
-	}
-	if c, ok := cs.byServer.Load(server); ok {
-		return c.(*condition)
-	}
-	c := &condition{log: cs.log.With("node", cs.node), addr: server, obs: cs.obs}
-	got, _ := cs.byServer.LoadOrStore(server, c)
-	return got.(*condition)
 }
 
 // clusterChange is a redirection or a CLUSTERDOWN from a Redis Cluster given

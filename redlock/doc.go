@@ -68,7 +68,7 @@ package redlock
 //     release.lua.
 //
 // Below node.go is the driver seam (package driver): a driver.Master per
-// master, pool.Redis over redigo by default.
+// master, redigo.Redis (package driver/redigo) by default.
 //
 // The fan-out to the masters is internal/fanout: each master's value, vote
 // and error come back together; work.go counts each master's part as the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/redlock"
 	"github.com/quorumlock/quorumlock/redlocktest"
 )
@@ -214,7 +214,7 @@ func ExampleWithAutoExtend() {
 func ExampleNew() {
 	var pools []driver.Master
 	for _, a := range []string{"rediss://locker:pw@r1.internal:6380/0", "rediss://locker:pw@r2.internal:6380/0", "rediss://locker:pw@r3.internal:6380/0"} {
-		p, err := pool.New(a, pool.WithReadTimeout(200*time.Millisecond))
+		p, err := redigo.New(a, redigo.WithReadTimeout(200*time.Millisecond))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 

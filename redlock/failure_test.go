@@ -56,6 +56,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 5)
 			_, err := client(t, srv[:3]).TryLock(ctx, "k", 10*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv[:3]...)
 			_, err = client(t, srv).TryLock(ctx, "k", 10*time.Second)
 			return err
 		},
@@ -168,9 +169,10 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 	}, {
 		name: "a quorum too late: no validity left",
 		run: func(t *testing.T) error {
-			// 1µs of validity: any round trip takes longer.
-			c := client(t, masters(t, 3), WithDriftFactor(0), WithDriftMargin(100*time.Millisecond-time.Microsecond))
-			_, err := c.TryLock(ctx, "k", 100*time.Millisecond)
+			// 1µs of validity: any round trip takes longer. A TTL of a
+			// second leaves a loaded machine a node timeout of 100ms.
+			c := client(t, masters(t, 3), WithDriftFactor(0), WithDriftMargin(time.Second-time.Microsecond))
+			_, err := c.TryLock(ctx, "k", time.Second)
 			return err
 		},
 		want:   `redlock: not obtained: a quorum agreed, but the attempt took [0-9.]+[µm]?s, leaving validity -[0-9.]+[µm]?s`,
@@ -205,6 +207,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			srv := masters(t, 3)
 			l, err := client(t, srv).TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
 			for _, s := range srv[:2] {
 				require.NoError(t, s.Pause())
 				t.Cleanup(func() { s.Resume() })
@@ -233,6 +236,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			c := client(t, srv)
 			l, err := c.TryLock(ctx, "k", 5*time.Second)
 			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
 			for _, s := range srv[:2] {
 				require.NoError(t, s.Pause())
 			}

@@ -9,8 +9,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/internal/fanout"
-	"github.com/quorumlock/quorumlock/internal/slot"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
 )
 
@@ -143,69 +142,6 @@ func newGuard(o *options, window func() time.Duration) *guard {
 	return &guard{clock: o.clock, log: o.logger, window: window, trustEviction: o.trustEviction, trustUnreadable: o.trustUnreadable, obs: o.observer}
 }
 
-// guards holds the guards of one node: one for a standalone master (server
-// ""), and one per shard master of a Redis Cluster, each watched as a master
-// of its own, since each has its own restarts and failovers.
-type guards struct {
-	make func() *guard
-
-	by sync.Map // server → *guard; read on every call, written once per server
-
-	mu sync.Mutex
-	// at maps a cluster's slot to the server that last answered for it, so
-	// that a vote on a key is judged by the health of the shard it went to.
-	at map[int]string
-}
-
-func newGuards(mk func() *guard) *guards {
-	return &guards{make: mk, at: map[int]string{}}
-}
-
-// of returns the guard of server, made on first use.
-func (gs *guards) of(server string) *guard {
-	if g, ok := gs.by.Load(server); ok {
-		return g.(*guard)
-	}
-	g, _ := gs.by.LoadOrStore(server, gs.make())
-	return g.(*guard)
-}
-
-// lookup returns the guard of server, or nil if none was made.
-func (gs *guards) lookup(server string) *guard {
-	g, _ := gs.by.Load(server)
-	g1, _ := g.(*guard)
-	return g1
-}
-
-// answered records that server answered a call on key, a lock key with its
-// namespace.
-func (gs *guards) answered(key, server string) {
-	if server == "" {
-		return
-	}
-	s := slot.Of(key)
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	gs.at[s] = server
-}
-
-// healthOf returns the health that judges a vote on key, a lock key with its
-// namespace: the standalone master's, or that of the shard master that last
-// answered for key's slot. A shard never heard from may not vote.
-func (gs *guards) healthOf(key string) health {
-	if gs == nil {
-		return health{}
-	}
-	gs.mu.Lock()
-	server, cluster := gs.at[slot.Of(key)], len(gs.at) > 0
-	gs.mu.Unlock()
-	g := gs.lookup(server)
-	if (cluster || server != "") && (g == nil || g.state.Load() == nil) {
-		return health{veto: "no health read of the shard master owning the key"}
-	}
-	return g.load()
-}
-
 // recheckVetoed is how often a master that may not vote is read again
 // without waiting for a new connection: a replica may be promoted, and an
 // eviction policy or an ACL fixed, while the connections stay.
@@ -227,10 +163,10 @@ func (g *guard) load() health {
 // The fence stamp read is that of key's slot. A standalone master is server
 // "", the only one the guard knows.
 func (m *master) check(server, key string) *driver.Check {
-	if m.guards == nil {
+	if !m.servers.guarded() {
 		return nil
 	}
-	g := m.guards.of(server)
+	g := m.servers.of(server).guard
 	h := g.state.Load()
 	seen := g.seen.Load()
 	always := g.recheck.Load() || h == nil || (h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)

@@ -15,7 +15,6 @@ import (
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
@@ -363,7 +362,7 @@ func TestGuard_Promoted(t *testing.T) {
 func TestGuard_Identity(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := newTestGuard(clk, &logs{}, time.Second)
-	m := &master{guards: newGuards(func() *guard { return g })}
+	m := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil)}
 	acquire := driver.Call{Script: &driver.Script{TakesHint: true}, Args: []string{"k"}}
 	check := m.check("", "k")
 	assert.True(t, check.Always, "nothing known yet: ask")
@@ -388,7 +387,7 @@ func TestGuard_Identity(t *testing.T) {
 func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := newTestGuard(clk, &logs{}, time.Second)
-	m := &master{guards: newGuards(func() *guard { return g })}
+	m := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil)}
 	assert.True(t, m.check("", "a").Always, "nothing known yet")
 	g.observe("m", plainMaster("r", 50).reading(), 1)
 	c1 := m.check("", "a")
@@ -401,40 +400,9 @@ func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	g.askAgain()
 	assert.True(t, m.check("", "a").Always, "asked again")
 
-	sharded := &master{guards: newGuards(func() *guard { return g }), names: scripts.Names{PerSlot: true}}
+	sharded := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil), names: scripts.Names{PerSlot: true}}
 	g.observe("m", plainMaster("r", 50).reading(), 3)
 	assert.NotSame(t, sharded.check("", "a"), sharded.check("", "a"), "a cluster node's check is per key")
-}
-
-// A cluster node has a guard per shard master: a vote on a key is judged by
-// the health of the shard that answered for the key's slot, so a restart of
-// one shard keeps its keys' votes out and no other's, and a shard never heard
-// from does not vote.
-func TestGuards_PerShard(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	gs := newGuards(func() *guard { return newTestGuard(clk, &logs{}, time.Minute) })
-	now := func() time.Time { return clk.Now() }
-	a, b := "app:{a}k", "app:{b}k" // different slots
-	require.NotEqual(t, slot.Of(a), slot.Of(b))
-
-	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a standalone master before its first answer: asked on the call itself")
-	gs.answered(a, "10.0.0.1:7000")
-	gs.answered(b, "10.0.0.2:7000")
-	assert.NotEqual(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a shard never read does not vote")
-	gs.of("10.0.0.1:7000").observe("10.0.0.1:7000", plainMaster("r1", 3600).reading(), 1)
-	gs.of("10.0.0.2:7000").observe("10.0.0.2:7000", plainMaster("r2", 3600).reading(), 1)
-	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute))
-	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
-
-	// Shard 1 restarts: its keys' votes are out, shard 2's stay in.
-	gs.of("10.0.0.1:7000").observe("10.0.0.1:7000", plainMaster("r1-new", 1).reading(), 2)
-	assert.Contains(t, gs.healthOf(a).distrust(now(), time.Minute), "restarted")
-	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
-
-	// Key b's slot fails over to a server not read yet: no vote until read.
-	gs.answered(b, "10.0.0.3:7000")
-	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
-	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
 }
 
 // A master seen young is new or restarted, the guard cannot tell which:

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // stubPool is a driver that never connects; enough for New's validation.
@@ -34,7 +34,7 @@ func stubs(n int) []driver.Master {
 }
 
 func TestNew_BadInput(t *testing.T) {
-	var typedNil *pool.Redis
+	var typedNil *redigo.Redis
 	for _, tc := range []struct {
 		name  string
 		pools []driver.Master

@@ -56,16 +56,25 @@ func do(t *testing.T, s *redistest.Server, cmd string, args ...any) any {
 	return v
 }
 
-// deleteHeld deletes key's lock on each server, as an operator would, once
-// the server holds it. An attempt returns at quorum, so a master's grant may
-// still be on its way; a delete that ran before it would leave the key held.
-func deleteHeld(t *testing.T, key string, srv ...*redistest.Server) {
+// waitHeld waits until each server holds key's lock. An attempt returns at
+// quorum, so a master's grant may still be on its way when it returns.
+func waitHeld(t *testing.T, key string, srv ...*redistest.Server) {
 	t.Helper()
 	for _, s := range srv {
 		require.Eventually(t, func() bool {
 			n, err := redis.Int(do(t, s, "EXISTS", stored(key)), nil)
 			return err == nil && n == 1
 		}, 2*time.Second, time.Millisecond, "%s never held %q", s.Addr(), key)
+	}
+}
+
+// deleteHeld deletes key's lock on each server, as an operator would, once
+// the server holds it: a delete that ran before a late grant would leave
+// the key held.
+func deleteHeld(t *testing.T, key string, srv ...*redistest.Server) {
+	t.Helper()
+	waitHeld(t, key, srv...)
+	for _, s := range srv {
 		do(t, s, "DEL", stored(key))
 	}
 }

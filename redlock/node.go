@@ -3,13 +3,13 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -115,29 +115,29 @@ type master struct {
 	scripts *scripts.Set
 	names   scripts.Names
 	clock   clock.Clock
-	guards  *guards     // nil when the restart guard is off
-	conds   *conditions // how the last call to each server went, logged when it changes
-	quiet   *silence    // whether the master answers at all; nil for a Redis Cluster
+	servers *servers // what the lock knows of the servers behind the node
 	// plainCheck is check for a plain master, whose check is the same for
 	// every key: made once (see newMaster).
 	plainCheck func(server string) *driver.Check
 }
 
-// newMaster returns the master over drv.
-func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clock.Clock, guards *guards, conds *conditions) *master {
-	m := &master{drv: drv, scripts: set, names: names, clock: clk, guards: guards, conds: conds}
+// newMaster returns the master over drv; newGuard makes each server's
+// guard (nil for none, in tests of other parts).
+func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clock.Clock, log *slog.Logger, obs Observer, newGuard func() *guard) *master {
+	var quiet *silence
 	if !drv.Sharded() {
-		m.quiet = newSilence(clk)
+		quiet = newSilence(clk)
 	}
+	m := &master{drv: drv, scripts: set, names: names, clock: clk, servers: newServers(drv.Addr(), log, obs, newGuard, quiet)}
 	m.plainCheck = func(server string) *driver.Check { return m.check(server, "") }
 	return m
 }
 
 func (m *master) addr() string { return m.drv.Addr() }
 
-func (m *master) health(key string) health { return m.guards.healthOf(m.names.Lock(key)) }
+func (m *master) health(key string) health { return m.servers.healthOf(m.names.Lock(key)) }
 
-func (m *master) silent(window time.Duration) bool { return m.quiet.silent(window) }
+func (m *master) silent(window time.Duration) bool { return m.servers.quiet.silent(window) }
 
 func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 	ctx, cancel := m.realDeadline(ctx)
@@ -268,7 +268,7 @@ func (m *master) start(ctx context.Context, call driver.Call, p *pending) bool {
 // checked returns call with the restart guard's part, when the guard is on.
 func (m *master) checked(call driver.Call) driver.Call {
 	switch {
-	case m.guards == nil:
+	case !m.servers.guarded():
 	case !m.names.PerSlot:
 		call.Check = m.plainCheck // the same for every key: see check
 	default:
@@ -278,32 +278,10 @@ func (m *master) checked(call driver.Call) driver.Call {
 	return call
 }
 
-// answered hands the guard what a call learned of the master, notes how it
-// went, and returns its reply.
+// answered hands what a call learned of the master to its servers, and
+// returns the call's reply.
 func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, error) {
-	if m.guards != nil {
-		m.guards.answered(call.Keys[0], rep.Server)
-		g := m.guards.of(rep.Server)
-		if rep.Lost {
-			g.connectionLost()
-		}
-		if rep.Answers != nil {
-			addr := rep.Server
-			if addr == "" {
-				addr = m.addr()
-			}
-			g.observe(addr, info.RepliesOf(rep.Answers), rep.Dials)
-		}
-		if code(err) == "READONLY" {
-			g.askAgain()
-		}
-	}
-	if m.drv.Sharded() {
-		err = asClusterChange(err)
-	}
-	m.conds.of(rep.Server).note(err)
-	m.quiet.note(err)
-	return rep.Value, err
+	return rep.Value, m.servers.answered(call.Keys[0], rep, err, m.drv.Sharded())
 }
 
 // realDeadline returns ctx with its deadline on the real clock, which the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -304,6 +305,7 @@ func TestObserver_Quarantine(t *testing.T) {
 	}
 	assert.Equal(t, []Outcome{OutcomeQuarantined, OutcomeQuarantined}, rec.outcomes(KindAttempt))
 	assert.GreaterOrEqual(t, rec.of(KindAttempt)[0].Votes.Abstained, 2)
+	require.NoError(t, c.Close()) // an attempt returns at quorum: Close waits for the last replies
 	for _, s := range srv {
 		assert.Equal(t, []string{"quarantined restarted"}, rec.masters(s.Addr()))
 	}
@@ -330,6 +332,12 @@ func TestObserver_MasterDownSilentUp(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	}
 	try()
+	// The release returned at quorum; its delete on master 0 is answered
+	// before the kill, which would otherwise cut it off ("unreachable").
+	eventually(t, "the release ran on master 0", func() bool {
+		n, err := redis.Int(do(t, srv[0], "EXISTS", stored("k1")), nil)
+		return err == nil && n == 0
+	})
 	require.NoError(t, srv[0].Kill())
 	try()
 	require.NoError(t, srv[0].Restart(redistest.Ephemeral))
@@ -366,6 +374,7 @@ func TestObserver_Misconfigured(t *testing.T) {
 		require.ErrorIs(t, err, ErrMisconfigured)
 	}
 	assert.Equal(t, []Outcome{OutcomeMisconfigured, OutcomeMisconfigured}, rec.outcomes(KindAttempt))
+	require.NoError(t, c.Close()) // an attempt returns at quorum: Close waits for the last replies
 	for _, u := range urls {
 		addr := u[len("redis://app:secret@"):]
 		// INFO is denied too: the guard cannot read the master's state.
@@ -465,14 +474,18 @@ func (lc *lockCheck) Observe(ctx context.Context, ev Event) {
 	var held []string
 	for i, n := range lc.c.nodes {
 		m := n.(*master)
-		m.guards.by.Range(func(_, g any) bool {
-			if !free(&g.(*guard).mu) {
+		var srv []*server
+		if s := m.servers.own.Load(); s != nil {
+			srv = append(srv, s)
+		}
+		m.servers.by.Range(func(_, s any) bool { srv = append(srv, s.(*server)); return true })
+		for _, s := range srv {
+			if s.guard != nil && !free(&s.guard.mu) {
 				held = append(held, fmt.Sprintf("guard of master %d", i))
 			}
-			return true
-		})
-		if cond := m.conds.own.Load(); cond != nil && !free(&cond.mu) {
-			held = append(held, fmt.Sprintf("condition of master %d", i))
+			if !free(&s.cond.mu) {
+				held = append(held, fmt.Sprintf("condition of master %d", i))
+			}
 		}
 	}
 	if !free(&lc.c.hub.mu) {
@@ -566,6 +579,8 @@ func TestObserver_Degraded(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, l.Release(context.Background()))
 			}
+			// Calls return at quorum: Close waits for the last master's replies.
+			require.NoError(t, c.Close())
 			for _, u := range urls {
 				assert.Equal(t, tc.events, rec.masters(u[len("redis://app:secret@"):]))
 			}

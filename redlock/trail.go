@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 )
 
 // trail records, for each master, the requests carrying one lock's token

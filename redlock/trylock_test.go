@@ -416,3 +416,19 @@ func TestTryLock_SilentMasterIsNotWaitedFor(t *testing.T) {
 		})
 	}
 }
+
+// Masters all taken for silent, as a loaded machine's are once each missed
+// a node timeout, are waited for: without them no quorum can be reached,
+// so not waiting could only fail every attempt, and their answers are what
+// shows they answer again.
+func TestTryLock_EveryMasterSilent_IsWaitedFor(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
+	for _, f := range fakes {
+		f.mu.Lock()
+		f.mute = true
+		f.mu.Unlock()
+	}
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	require.NoError(t, err, "the attempt did not wait for masters that answer")
+	require.NoError(t, l.Release(context.Background()))
+}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/quorumlock/internal/fanout"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 )
 
 // work counts what a client still owes the masters: the operations in

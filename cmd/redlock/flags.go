@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -141,16 +141,16 @@ func (c *clientFlags) newClient(addrs []string, log *slog.Logger, extra ...redlo
 	}
 	cl := &client{}
 	for i, a := range addrs {
-		var opts []pool.Option
+		var opts []redigo.Option
 		if tlsCfg != nil {
 			if setsTLS(a) {
 				cl.Close()
 				// Not the address itself: it may hold a password.
 				return nil, usageErr("node %d is a URL with tls_* parameters, and the --tls flags set TLS for every master: use one or the other", i)
 			}
-			opts = append(opts, pool.WithTLS(tlsCfg))
+			opts = append(opts, redigo.WithTLS(tlsCfg))
 		}
-		p, err := pool.Open(a, opts...)
+		p, err := redigo.Open(a, opts...)
 		if err != nil {
 			cl.Close()
 			return nil, usageErr("%v: node %d: %v", redlock.ErrInvalid, i, err)

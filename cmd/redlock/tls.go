@@ -6,14 +6,14 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/quorumlock/quorumlock/pool"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // tlsFlags are the flags that reach every master over TLS: the same
 // settings as a rediss:// URL's tls_* parameters, once for all masters.
 type tlsFlags struct {
 	on     bool
-	params pool.TLSParams
+	params redigo.TLSParams
 }
 
 func (t *tlsFlags) register(fs *flag.FlagSet) {
@@ -27,7 +27,7 @@ func (t *tlsFlags) register(fs *flag.FlagSet) {
 // config returns the TLS configuration the flags ask for, or nil for none,
 // having read the files once for all masters.
 func (t *tlsFlags) config() (*tls.Config, error) {
-	if !t.on && t.params == (pool.TLSParams{}) {
+	if !t.on && t.params == (redigo.TLSParams{}) {
 		return nil, nil
 	}
 	cfg, err := t.params.Config()
@@ -42,7 +42,7 @@ func (t *tlsFlags) config() (*tls.Config, error) {
 func setsTLS(addr string) bool {
 	u, err := url.Parse(strings.TrimSpace(addr))
 	if err != nil {
-		return false // pool.New reports it
+		return false // redigo.New reports it
 	}
 	for k := range u.Query() {
 		if strings.HasPrefix(k, "tls_") {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/driver/goredis"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -40,7 +40,7 @@ func benchDrivers(b *testing.B, srv []*redistest.Server, goroutines int) {
 		open func(b *testing.B, addr string) driver.Master
 	}{
 		{"redigo", func(b *testing.B, addr string) driver.Master {
-			p, err := pool.New(addr)
+			p, err := redigo.New(addr)
 			if err != nil {
 				b.Fatal(err)
 			}

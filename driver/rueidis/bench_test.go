@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/pool"
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
@@ -43,7 +43,7 @@ var drivers = []struct {
 	new  func(b *testing.B, addr string) driver.Master
 }{
 	{"redigo", func(b *testing.B, addr string) driver.Master {
-		p, err := pool.New(addr)
+		p, err := redigo.New(addr)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,14 +51,6 @@ var drivers = []struct {
 	}},
 	{"rueidis", func(b *testing.B, addr string) driver.Master {
 		m, err := rueidisdriver.New(standalone(b, addr))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return m
-	}},
-	{"rueidis-counted", func(b *testing.B, addr string) driver.Master {
-		client, dials := counted(b, addr)
-		m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
 		if err != nil {
 			b.Fatal(err)
 		}

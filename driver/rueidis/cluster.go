@@ -166,14 +166,7 @@ func (m *Master) evalCluster(ctx context.Context, call driver.Call) (driver.Repl
 				return driver.Reply{}, false, fmt.Errorf("rueidisdriver: no master serves slot %d", slot)
 			}
 		}
-		node, ok := m.client.Nodes()[server]
-		if !ok {
-			// rueidis has not met the slot's master yet, or forgot it:
-			// a no vote, and the map is read again next time.
-			m.slots.forget(version)
-			return driver.Reply{Server: server}, false, fmt.Errorf("rueidisdriver: slot %d's master %s is not among the client's nodes", slot, server)
-		}
-		rep, retry, err = m.onNode(ctx, node, server, call)
+		rep, retry, err = m.onNode(ctx, m.node(server), m.lines.of(server), server, call)
 		var de driver.Error
 		if err != nil && !errors.As(err, &de) {
 			// The master may be gone, and its slots served by another
@@ -202,20 +195,14 @@ func (s *slotMap) forget(seen uint64) {
 	s.mu.Unlock()
 }
 
-// onNode runs call once through node, a client to the one server named
-// server ("" for a standalone master).
-func (m *Master) onNode(ctx context.Context, node rueidis.Client, server string, call driver.Call) (driver.Reply, bool, error) {
-	if m.dials == nil {
-		return m.run(ctx, node, server, nil, call)
+// node returns a function that returns the client of server's node, for
+// taking its line's connection.
+func (m *Master) node(server string) func() (rueidis.Client, error) {
+	return func() (rueidis.Client, error) {
+		node, ok := m.client.Nodes()[server]
+		if !ok {
+			return nil, fmt.Errorf("rueidisdriver: master %s is not among the client's nodes", server)
+		}
+		return node, nil
 	}
-	dc, release, err := dedicate(ctx, node)
-	if err != nil {
-		return driver.Reply{Server: server}, false, err
-	}
-	defer release()
-	dials := m.dials.Total()
-	if server != "" {
-		dials = m.dials.To(server)
-	}
-	return m.run(ctx, dc, server, &dials, call)
 }

@@ -3,7 +3,6 @@ package rueidisdriver_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,18 +17,23 @@ import (
 )
 
 // clusterClient returns a rueidis cluster client, closed when the test ends.
-func clusterClient(t *testing.T, srv []*redistest.Server, dials bool) (rueidis.Client, *rueidisdriver.Dials) {
+func clusterClient(t *testing.T, srv []*redistest.Server) rueidis.Client {
 	t.Helper()
-	opt := rueidis.ClientOption{InitAddress: []string{srv[0].Addr()}, DisableCache: true}
-	var d *rueidisdriver.Dials
-	if dials {
-		d = rueidisdriver.CountDials(&opt)
-	}
-	client, err := rueidis.NewClient(opt)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv[0].Addr()}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
 	require.Equal(t, rueidis.ClientModeCluster, client.Mode())
-	return client, d
+	return client
+}
+
+// newMaster returns the adapter over client, closed when the test ends,
+// before the client.
+func newMaster(t testing.TB, client rueidis.Client) *rueidisdriver.Master {
+	t.Helper()
+	m, err := rueidisdriver.New(client)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 // keyOn returns a key, starting with prefix, whose slot master m of the
@@ -69,44 +73,32 @@ func answeredRunID(answers []any) string {
 func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
 	srv := cl.Nodes()
-	for _, counted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("counted=%v", counted), func(t *testing.T) {
-			client, dials := clusterClient(t, srv, counted)
-			var opts []rueidisdriver.Option
-			if counted {
-				opts = append(opts, rueidisdriver.WithDials(dials))
-			}
-			m, err := rueidisdriver.New(client, opts...)
-			require.NoError(t, err)
-			s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
-			for i, owner := range srv {
-				key := keyOn(t, cl, srv[i], fmt.Sprintf("counted=%v", counted))
-				tagged := "{" + key + "}:other"
-				var asked []string
-				check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
-				rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{
-					Script: s, Keys: []string{key, tagged}, Args: []string{"v"},
-					Check: func(server string) *driver.Check { asked = append(asked, server); return check },
-				})
-				require.NoError(t, err, "node %d", i)
-				assert.Nil(t, rep.Value)
-				assert.Equal(t, owner.Addr(), rep.Server, "node %d", i)
-				assert.Equal(t, []string{owner.Addr()}, asked, "node %d", i)
-				assert.Equal(t, runIDOf(t, owner), answeredRunID(rep.Answers), "node %d: the answers come from the slot's master", i)
-				if counted {
-					assert.Equal(t, dials.To(owner.Addr()), rep.Dials, "node %d: the dials are the slot master's", i)
-				}
-				for j, other := range srv {
-					got, err := other.Do("GET", key)
-					if j == i {
-						require.NoError(t, err)
-						assert.Equal(t, "v", got)
-					} else {
-						assert.Error(t, err, "node %d does not serve the key (MOVED)", j)
-					}
-				}
-			}
+	m := newMaster(t, clusterClient(t, srv))
+	s := driver.NewScript("set", `redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[2])`)
+	for i, owner := range srv {
+		key := keyOn(t, cl, srv[i], "calls")
+		tagged := "{" + key + "}:other"
+		var asked []string
+		check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
+		rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{
+			Script: s, Keys: []string{key, tagged}, Args: []string{"v"},
+			Check: func(server string) *driver.Check { asked = append(asked, server); return check },
 		})
+		require.NoError(t, err, "node %d", i)
+		assert.Nil(t, rep.Value)
+		assert.Equal(t, owner.Addr(), rep.Server, "node %d", i)
+		assert.Equal(t, []string{owner.Addr()}, asked, "node %d", i)
+		assert.Equal(t, runIDOf(t, owner), answeredRunID(rep.Answers), "node %d: the answers come from the slot's master", i)
+		assert.Equal(t, uint64(1), rep.Dials, "node %d: the first connection to the slot's master", i)
+		for j, other := range srv {
+			got, err := other.Do("GET", key)
+			if j == i {
+				require.NoError(t, err)
+				assert.Equal(t, "v", got)
+			} else {
+				assert.Error(t, err, "node %d does not serve the key (MOVED)", j)
+			}
+		}
 	}
 }
 
@@ -115,16 +107,14 @@ func TestCluster_CallsGoToTheSlotsMaster(t *testing.T) {
 func TestCluster_KeysOfSeveralSlotsAreInvalid(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
 	srv := cl.Nodes()
-	client, _ := clusterClient(t, srv, false)
-	m, err := rueidisdriver.New(client)
-	require.NoError(t, err)
+	m := newMaster(t, clusterClient(t, srv))
 	k0, k1 := keyOn(t, cl, srv[0], "x"), keyOn(t, cl, srv[1], "x")
 	s := driver.NewScript("set", `redis.call('SET', KEYS[1], 'v'); redis.call('SET', KEYS[2], 'v')`)
 	for _, keys := range [][]string{{k0, k1}, {"{a}x", "{b}x"}, nil} {
 		_, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: keys})
 		assert.ErrorIs(t, err, rueidisdriver.ErrInvalid, "keys %q", keys)
 	}
-	_, err = srv[0].Do("GET", k0)
+	_, err := srv[0].Do("GET", k0)
 	assert.ErrorIs(t, err, redistest.ErrNil, "nothing ran")
 }
 
@@ -134,9 +124,7 @@ func TestCluster_KeysOfSeveralSlotsAreInvalid(t *testing.T) {
 func TestCluster_MovedIsFollowed(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
 	srv := cl.Nodes()
-	client, _ := clusterClient(t, srv, false)
-	m, err := rueidisdriver.New(client)
-	require.NoError(t, err)
+	m := newMaster(t, clusterClient(t, srv))
 	key := keyOn(t, cl, srv[0], "moving")
 	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
 	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}
@@ -179,12 +167,10 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 func TestCluster_AskIsANoVote(t *testing.T) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
 	srv := cl.Nodes()
-	client, _ := clusterClient(t, srv, false)
-	m, err := rueidisdriver.New(client)
-	require.NoError(t, err)
+	m := newMaster(t, clusterClient(t, srv))
 	here := keyOn(t, cl, srv[0], "migrating")
 	gone := "{" + here + "}:gone" // the same slot
-	_, err = srv[0].Do("SET", here, "0")
+	_, err := srv[0].Do("SET", here, "0")
 	require.NoError(t, err)
 	slot, err := srv[0].Do("CLUSTER", "KEYSLOT", here)
 	require.NoError(t, err)
@@ -229,9 +215,7 @@ func TestCluster_FailoverIsFollowed(t *testing.T) {
 	require.Len(t, replicas, 1)
 	replica := cl.Server(replicas[0])
 
-	client, _ := clusterClient(t, srv, false)
-	m, err := rueidisdriver.New(client)
-	require.NoError(t, err)
+	m := newMaster(t, clusterClient(t, srv))
 	key := keyOn(t, cl, srv[0], "failover")
 	s := driver.NewScript("incr", `return redis.call('INCR', KEYS[1])`)
 	check := &driver.Check{Questions: [][]string{{"INFO", "server"}}, Always: true}

@@ -22,22 +22,6 @@ func standalone(t testing.TB, addr string) rueidis.Client {
 	return client
 }
 
-// counted returns a rueidis client to the master at addr whose dials are
-// counted, closed when the test ends. Its connections have small buffers
-// and queues: each call holds a dedicated connection, and a new one with
-// rueidis' defaults (two 0.5 MiB buffers, a queue of 1024) takes some 15ms
-// to set up under the race detector, a good part of the 50ms the contract
-// suite gives each master.
-func counted(t testing.TB, addr string) (rueidis.Client, *rueidisdriver.Dials) {
-	t.Helper()
-	opt := rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, ReadBufferEachConn: 1 << 14, WriteBufferEachConn: 1 << 14, RingScaleEachConn: 8}
-	dials := rueidisdriver.CountDials(&opt)
-	client, err := rueidis.NewClient(opt)
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
-	return client, dials
-}
-
 // The adapter over a standalone client passes the contract every driver
 // passes.
 func TestContract_Standalone(t *testing.T) {
@@ -48,14 +32,15 @@ func TestContract_Standalone(t *testing.T) {
 	})
 }
 
-// With the client's dials counted, calls take dedicated connections and
-// carry the guard's questions only on new ones; the contract holds.
-func TestContract_CountedDials(t *testing.T) {
-	drivertest.Run(t, func(t testing.TB, addr string) driver.Master {
-		client, dials := counted(t, addr)
-		m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
+// The driver's contract holds with every call made through Start, the path
+// the lock takes for its acquires and releases: the replies, the questions
+// on a new connection only, a restarted master, a stopped master's
+// deadlines.
+func TestContract_ThroughStart(t *testing.T) {
+	drivertest.RunDriver(t, func(t testing.TB, addr string) driver.Master {
+		m, err := rueidisdriver.New(standalone(t, addr))
 		require.NoError(t, err)
-		return m
+		return drivertest.ThroughStart(t, m)
 	})
 }
 

@@ -1,6 +1,8 @@
-// Package rueidisdriver lets the lock use a rueidis client the application
-// already has: New wraps a rueidis.Client, standalone, Sentinel or Redis
-// Cluster, as one driver.Master, one master of the lock's quorum.
+// Package rueidisdriver lets the lock use rueidis clients the application
+// already has: NewClient builds a lock client over them in one call, one
+// master per client; New wraps one rueidis.Client, standalone, Sentinel or
+// Redis Cluster, as one driver.Master, for redlock.New, with options of its
+// own (WithName, WithTimeout, WithCloseClient).
 //
 // # Import
 //
@@ -23,60 +25,64 @@
 // lock's keys go to the client's database, and the user needs the
 // commands the lock sends: its scripts (EVALSHA, EVAL), and for the
 // restart guard INFO, CONFIG GET and GET, plus CLUSTER SLOTS on a cluster.
-// Close leaves the client open, as the application may go on using it;
-// WithCloseClient has Close close it too.
+// The lock holds one connection of the client's per server (see below),
+// which its Close gives back; Close leaves the client open, as the
+// application may go on using it, and WithCloseClient has Close close it
+// too. Close the lock before the client: a connection the lock still holds
+// when the client closes stays open until the lock's Close.
+//
+// # One connection per server, pipelined
+//
+// Each master holds one dedicated connection of the client's per server
+// (Client.Dedicate), taken in the background by New for a standalone or
+// Sentinel master and on first use for a cluster's shard master, and sends
+// every call to that server on it, from any number of goroutines at once.
+// At most two DoMultis are in flight on it: the calls that come meanwhile
+// wait, and go out together in the next, in one write, which the master
+// reads in one go. No call dials or waits for a connection of a pool. The
+// master also implements driver.Starter: on a standalone or Sentinel
+// master, the lock's acquires and releases are queued for the connection's
+// sender goroutine, which hands each reply over when it comes, with no
+// goroutine of the lock's waiting for it.
 //
 // # How the restart guard still sees a restart
 //
 // The guard reads a master's health (run_id, uptime, role, persistence,
 // eviction policy) on any connection that may reach a server process it has
 // not read yet, in the same round trip as the script, so that a master that
-// restarted empty does not vote before the guard knows. The redigo driver
-// counts its dials for that. rueidis dials and replaces connections inside
-// the client, and a client built elsewhere offers no hook to see it:
-// ClientOption.DialCtxFn is read only when the client is built.
+// restarted empty does not vote before the guard knows. A connection rueidis
+// has handed out is never dialled again: it reaches one server process for
+// its whole life, and dies with it. So the master numbers the connections it
+// takes (driver.Reply.Dials), and the guard's questions go ahead of the
+// script, in the same DoMulti, only on a connection the guard has no
+// answers from: the first, and each one that replaces a connection found
+// dead, as after a restart. rueidis writes a DoMulti as one batch on the
+// connection and reads its replies in order, so the answers and the
+// script's reply come from the same server process. A connection that
+// fails other than by the call's deadline or a reply of the master's, or
+// that answers READONLY (its server is a replica now, as after a Sentinel
+// failover), is closed, and the next call takes a new one; a call that
+// found its connection dead before it went out is tried again on a new
+// one, within its deadline.
 //
-// So, by default, every call counts as a new dial: the guard's questions go
-// with every script, as commands ahead of it in one DoMulti. rueidis writes
-// a DoMulti as one batch on one connection and reads its replies in order,
-// so the answers and the script's reply come from the same server process,
-// and the first call that reaches a restarted master carries the questions
-// that quarantine it. This costs the master the work of the questions on
-// every call. The package's benchmarks (bench_test.go) measure it, on
-// three local masters sharing two CPUs with the client: a call with the
-// questions cost the master about five times the CPU time of one without
-// (47 µs against 9), and a TryLock with its Release from 64 goroutines
-// 1.4 to 1.7 times the masters' CPU time it costs through the redigo driver
-// (684 to 750 µs against 441 to 494, over five runs), against 0.9 to 1.1
-// times (405 to 490 µs) with dial counts, below.
-//
-// The guard keeps the answers that come to it with the highest count of
-// dials (driver.Reply.Dials), and drops older ones. Without dial counts
-// the driver numbers each reply as it returns, so the numbers follow the
-// order in which the answers came back, which is the order of the server
-// processes that gave them, unless a goroutine stalls between a reply and
-// its number for the whole of a master's restart (and another between its
-// number and the guard). Dial counts leave no such window.
-//
-// An application that builds the client can count its dials instead: call
-// CountDials on the rueidis.ClientOption before rueidis.NewClient, and give
-// the counts to New with WithDials. Each call then takes a dedicated
-// connection of the client's (Client.Dedicate), reads the dial count once
-// it has it, and carries the questions only when a connection was opened
-// since the guard's last answers, as the redigo driver does; a connection
-// found dead is replaced, and the call tried again with the questions. The
-// price is the one of a pool: a connection for each call in flight, with
-// rueidis' buffers (ReadBufferEachConn and WriteBufferEachConn, 0.5 MiB
-// each by default), and no automatic pipelining of the lock's calls.
+// The client's shared connections give no such sign: rueidis replaces them
+// by itself, and a client built elsewhere offers no hook to see it
+// (ClientOption.DialCtxFn is read only when the client is built). Holding
+// the connection makes that hook unnecessary.
 //
 // # Deadlines
 //
-// A call returns at its ctx's deadline, or after WithTimeout when its ctx
-// has none. rueidis matches each reply to the call that sent the command, so
-// a reply that arrives after its call gave up is dropped, never given to a
-// later call. A dedicated connection (for WithDials, and for subscriptions)
-// that rueidis is still dialling when the ctx ends is given back, or
-// closed, once it arrives.
+// Eval returns at its ctx's deadline, or after WithTimeout when its ctx
+// has none. Start hands done the call's deadline error once its batch has
+// returned, which lasts until the latest deadline of its calls, started
+// within a round trip of each other. A call whose deadline has passed
+// before its batch goes out is not sent. Replies are read in order, one per
+// command of the batch, so a reply that arrives after its call gave up is
+// dropped, never given to a later call. When the deadline of a DoMulti
+// alone on the connection passes with no reply, rueidis closes the
+// connection (pipe.syncDoMulti), and the next call takes a new one, with
+// the guard's questions. A connection that rueidis is still dialling when the ctx ends
+// serves the next call; one for a subscription is closed once it arrives.
 //
 // # Redis Cluster
 //
@@ -106,11 +112,10 @@
 //
 // # What it cannot do
 //
-// Do not set ClientOption.ConnLifetime on a client the lock uses: when a
-// connection reaches its lifetime in the middle of a batch, rueidis sends
-// the batch's unanswered commands again on another connection, so a script
-// could run on another connection than its questions were answered on, or
-// run twice. Options that route reads to replicas (SendToReplicas,
+// Leave ClientOption.ConnLifetime unset on a client the lock uses: rueidis
+// closes the lock's connection each time it reaches its lifetime, a call
+// caught on it then fails (a missing vote), and the next one takes a new
+// connection, with the guard's questions. Options that route reads to replicas (SendToReplicas,
 // ReplicaOnly) do not apply: the lock's batches always hold a script, which
 // goes to the master.
 package rueidisdriver

@@ -13,18 +13,16 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// Eval runs a script on the master: see driver.Master. The guard's questions
-// and the script go out as one DoMulti, which rueidis writes as one batch on
-// one connection and answers in order. A call that meets a connection
-// found dead is tried again, up to twice, within ctx; without a deadline in
-// ctx, WithTimeout bounds each try.
-//
-// Without WithDials, the call is pipelined with the client's other commands,
-// on whichever connection rueidis picks, and counts as one dial of its own:
-// the guard's questions go with every call. With WithDials, the call takes
-// a dedicated connection of the client's first, reads the dial count, and
-// sends the questions only when a connection was opened since the guard's
-// last answers, as the redigo driver does.
+// Eval runs a script on the master: see driver.Master. The call goes on the
+// lock's connection to the server (see line), pipelined with the lock's
+// other calls. The guard's questions, when due, and the script go out as
+// one DoMulti, which rueidis writes as one batch on that connection and
+// answers in order. The questions are due when the connection is one the
+// guard has no answers from, by its number (driver.Reply.Dials): a new
+// connection, the first one included, is the only way to another server
+// process. A call that meets a connection found dead is tried again, on a
+// new one, up to twice, within ctx; without a deadline in ctx, WithTimeout
+// bounds each try.
 func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
 	if call.Script == nil {
 		return driver.Reply{}, fmt.Errorf("%w: call without a script", ErrInvalid)
@@ -55,63 +53,64 @@ func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, 
 	if m.cluster {
 		return m.evalCluster(ctx, call)
 	}
-	return m.onNode(ctx, m.client, "", call)
+	return m.onNode(ctx, m.standalone, &m.one, "", call)
 }
 
-// dedicate takes a dedicated connection of client's within ctx. rueidis
-// dials a new one without a ctx, bounded by the client's dial timeout; one
-// that arrives after ctx ended goes back to the client's pool.
-func dedicate(ctx context.Context, client rueidis.Client) (rueidis.DedicatedClient, func(), error) {
-	type dedicated struct {
-		dc      rueidis.DedicatedClient
-		release func()
+// onNode runs call once on l's connection to the one server named server
+// ("" for a standalone master), taken through the client node returns when
+// l has none. A connection found broken is closed, and the next call
+// takes a new one.
+func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, bool, error) {
+	h, err := l.conn(ctx, node)
+	if err != nil {
+		return driver.Reply{Server: server}, false, err
 	}
-	got := make(chan dedicated, 1)
-	go func() {
-		dc, release := client.Dedicate()
-		got <- dedicated{dc, release}
-	}()
-	select {
-	case d := <-got:
-		return d.dc, d.release, nil
-	case <-ctx.Done():
-		go func() { (<-got).release() }()
-		return nil, nil, ctx.Err()
+	rep, retry, err := m.run(ctx, h, server, call)
+	if broken(ctx, err) {
+		l.drop(h)
 	}
+	return rep, retry, err
 }
 
-// run sends call through cc, on one connection to server. With dial
-// counts, dials is the count of connections opened to server when cc got
-// its connection, and the check's questions go when it is due by it.
-// Without (dials is nil), the connection is whichever rueidis picks, new or
-// not, so the questions go whenever the call has a check; and the reply is
-// numbered when it returns, not before it is sent (see numbered).
-// retry reports an error of a connection that died before the call.
-func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server string, dials *uint64, call driver.Call) (rep driver.Reply, retry bool, err error) {
-	rep.Server = server
+// broken reports whether err, a call's error, shows the connection no use
+// to the lock: an error other than a reply of the master's or the end of
+// ctx, or a READONLY reply. A server that answers READONLY is a replica
+// now, as after a Sentinel failover; the client's new connections lead to
+// the master it knows, while one handed out before stays with the replica.
+func broken(ctx context.Context, err error) bool {
+	var de driver.Error
+	if errors.As(err, &de) {
+		return de.Code() == "READONLY"
+	}
+	return err != nil && ctx.Err() == nil
+}
+
+// standalone returns the client, for a standalone master's connection.
+func (m *Master) standalone() (rueidis.Client, error) { return m.client, nil }
+
+// run sends call on h, a connection to server, with the check's questions
+// when they are due by h's number. retry reports an error of a connection
+// that died before the call.
+func (m *Master) run(ctx context.Context, h *held, server string, call driver.Call) (rep driver.Reply, retry bool, err error) {
+	rep.Server, rep.Dials = server, h.n
 	var check *driver.Check
 	if call.Check != nil {
 		check = call.Check(server)
 	}
-	asked := check != nil
-	if dials != nil {
-		rep.Dials = *dials
-		asked = check.Due(rep.Dials)
-	}
+	asked := check.Due(h.n)
 	var questions [][]string
 	if asked {
 		questions = check.Commands()
 	}
 	argv := call.Argv(check, asked)
-	v, answers, err := batch(ctx, cc, questions, evalsha(cc, call, argv))
+	cmds := commands(h.dc, questions, evalsha(h.dc, call, argv))
+	v, answers, err := replies(h.b.do(ctx, cmds), len(questions))
 	if isNoScript(err) {
 		// The master lost its script cache: send the source instead, with
 		// the questions again, so that their answers come from the
 		// connection that runs the script.
-		v, answers, err = batch(ctx, cc, questions, eval(cc, call, argv))
-	}
-	if dials == nil {
-		rep.Dials = m.numbered()
+		cmds = commands(h.dc, questions, eval(h.dc, call, argv))
+		v, answers, err = replies(h.b.do(ctx, cmds), len(questions))
 	}
 	rep.Answers = answers
 	if err != nil && stale(err) && ctx.Err() == nil {
@@ -124,19 +123,6 @@ func (m *Master) run(ctx context.Context, cc rueidis.CommandClient, server strin
 	return rep, false, nil
 }
 
-// numbered returns the next number of a reply that came without dial
-// counts, as its Reply.Dials: every call counts as a new connection, and the
-// guard keeps the answers of the highest number it has seen, dropping any
-// that come to it with a lower one. Numbering a reply as it returns, rather
-// than as its call is sent, keeps the numbers in the order the answers came
-// back in: a call sent before a master restarted, and answered by the old
-// process, cannot be numbered above one answered by the new process unless
-// it stalled between its reply and its number for the whole restart. (Even
-// then only if the other call stalled too, between its number and the
-// guard, so that the guard drops the newer answers; a client that cannot
-// afford even that counts its dials: see WithDials.)
-func (m *Master) numbered() uint64 { return m.calls.Add(1) }
-
 func evalsha(client rueidis.CommandClient, call driver.Call, argv []string) rueidis.Completed {
 	return client.B().Evalsha().Sha1(call.Script.SHA).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
 }
@@ -145,23 +131,27 @@ func eval(client rueidis.CommandClient, call driver.Call, argv []string) rueidis
 	return client.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
 }
 
-// batch sends the questions and then the script as one DoMulti, and returns
-// the script's reply in the neutral form, the answers (nil without
-// questions), and the script's error: a driver.Error for an error reply.
-func batch(ctx context.Context, client rueidis.CommandClient, questions [][]string, script rueidis.Completed) (any, []any, error) {
-	cmds := make(rueidis.Commands, 0, len(questions)+1)
+// commands returns the questions and then the script, to go out in one
+// round trip.
+func commands(client rueidis.CommandClient, questions [][]string, script rueidis.Completed) []rueidis.Completed {
+	cmds := make([]rueidis.Completed, 0, len(questions)+1)
 	for _, q := range questions {
 		cmds = append(cmds, client.B().Arbitrary(q...).Build())
 	}
-	cmds = append(cmds, script)
-	res := client.DoMulti(ctx, cmds...)
-	if len(res) != len(cmds) {
-		return nil, nil, fmt.Errorf("rueidisdriver: %d replies to %d commands", len(res), len(cmds))
+	return append(cmds, script)
+}
+
+// replies reads the replies to commands' questions (asked of them) and
+// script: the script's reply in the neutral form, the answers (nil without
+// questions), and the script's error, a driver.Error for an error reply.
+func replies(res []rueidis.RedisResult, asked int) (any, []any, error) {
+	if len(res) != asked+1 {
+		return nil, nil, fmt.Errorf("rueidisdriver: %d replies to %d commands", len(res), asked+1)
 	}
 	var answers []any
-	if len(questions) > 0 {
-		answers = make([]any, len(questions))
-		for i := range questions {
+	if asked > 0 {
+		answers = make([]any, asked)
+		for i := range asked {
 			a, err := neutral(res[i])
 			if err != nil {
 				return nil, nil, err
@@ -169,7 +159,7 @@ func batch(ctx context.Context, client rueidis.CommandClient, questions [][]stri
 			answers[i] = a
 		}
 	}
-	v, err := neutral(res[len(questions)])
+	v, err := neutral(res[asked])
 	if err != nil {
 		return nil, answers, err
 	}
@@ -185,11 +175,17 @@ func isNoScript(err error) bool {
 }
 
 // stale reports errors of a connection that died before the call, as after
-// a master restart; a fresh connection may well succeed.
+// a master restart; a fresh connection may well succeed. The caller's ctx is
+// still alive: a deadline error is then the one a connection died of, when
+// an earlier call's deadline ended it while it was the only one waiting
+// (rueidis' pipe.syncDoMulti), and the call never went out.
 func stale(err error) bool {
 	var de driver.Error
 	if errors.As(err, &de) {
 		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -197,5 +193,6 @@ func stale(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrClosing) ||
+		errors.Is(err, rueidis.ErrDedicatedClientRecycled)
 }

@@ -3,6 +3,11 @@ package rueidisdriver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,10 +18,11 @@ import (
 	"github.com/quorumlock/quorumlock/driver"
 	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// quietCheck returns a check that is due only when the dial count moved
-// since the last reply it saw, as the guard's is once it has answers.
+// quietCheck returns a check that is due only when the connection's number
+// moved since the last reply it saw, as the guard's is once it has answers.
 func quietCheck() (func(string) *driver.Check, func(driver.Reply)) {
 	var seen uint64
 	check := func(string) *driver.Check {
@@ -25,32 +31,15 @@ func quietCheck() (func(string) *driver.Check, func(driver.Reply)) {
 	return check, func(rep driver.Reply) { seen = rep.Dials }
 }
 
-// Without dial counts, every call carries the guard's questions, even when
-// the guard's check is not due by the count it last saw: no connection
-// rueidis opens goes unchecked.
-func TestEval_WithoutDialCountsEveryCallIsChecked(t *testing.T) {
+// A call carries the questions only on a connection the guard has no
+// answers from: the first one, and after the master drops the driver's
+// connection (as a restart does) the new one, which the next call finds it
+// needs, says so (Lost), and checks.
+func TestEval_OnlyNewConnectionsAreChecked(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
 	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
 	require.NoError(t, err)
-	s := driver.NewScript("one", `return 1`)
-	check, saw := quietCheck()
-	for i := range 5 {
-		rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: check})
-		require.NoError(t, err)
-		assert.Len(t, rep.Answers, 1, "call %d", i)
-		saw(rep)
-	}
-}
-
-// With dial counts, a call carries the questions only on a connection
-// opened since the last answers: when the master drops the client's
-// connections (as a restart does), the next call finds its connection dead,
-// tries again on a new one, says so (Lost), and carries the questions.
-func TestEval_WithDialCountsOnlyNewConnectionsAreChecked(t *testing.T) {
-	srv := redistest.Start(t, 1, redistest.Ephemeral)
-	client, dials := counted(t, srv[0].Addr())
-	m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
-	require.NoError(t, err)
+	defer m.Close()
 	s := driver.NewScript("one", `return 1`)
 	check, saw := quietCheck()
 	call := driver.Call{Script: s, Keys: []string{"k"}, Check: check}
@@ -75,6 +64,70 @@ func TestEval_WithDialCountsOnlyNewConnectionsAreChecked(t *testing.T) {
 	assert.Len(t, rep.Answers, 1, "the new connection is checked")
 }
 
+// serverStats returns the master's count of connections accepted, and of
+// INFO and EVALSHA commands run.
+func serverStats(t *testing.T, s *redistest.Server) (conns, infos, evals int) {
+	t.Helper()
+	stats, err := s.Info("stats")
+	require.NoError(t, err)
+	cmds, err := s.Info("commandstats")
+	require.NoError(t, err)
+	calls := func(v string) int {
+		f, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+		n, _ := strconv.Atoi(f)
+		return n
+	}
+	conns, err = strconv.Atoi(stats["total_connections_received"])
+	require.NoError(t, err)
+	return conns, calls(cmds["cmdstat_info"]), calls(cmds["cmdstat_evalsha"])
+}
+
+// Once the lock has its connection and the guard its answers, locks taken
+// from many goroutines at once open no connection and ask the guard's
+// questions no more: every call is one EVALSHA, pipelined on the one
+// connection the driver holds.
+func TestEval_SteadyStateDialsAndAsksNothing(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
+	require.NoError(t, err)
+	c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(0), redlock.WithNodeTimeout(2*time.Second),
+		redlock.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	lockAll := func(prefix string) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 32*10)
+		for g := range 32 {
+			wg.Go(func() {
+				for i := range 10 {
+					l, err := c.TryLock(ctx, fmt.Sprintf("%s-%d-%d", prefix, g, i), 10*time.Second)
+					if err == nil {
+						err = l.Release(ctx)
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
+	lockAll("warm")
+	conns0, infos0, evals0 := serverStats(t, srv[0])
+	lockAll("steady")
+	conns1, infos1, evals1 := serverStats(t, srv[0])
+	// serverStats itself opens two connections and asks INFO twice
+	// between the counts it reads.
+	assert.Equal(t, 0, conns1-conns0-2, "connections opened, beside the test's own")
+	assert.Equal(t, 0, infos1-infos0-2, "INFO asked, beside the test's own")
+	assert.Equal(t, 2*32*10, evals1-evals0, "one EVALSHA per acquire and per release")
+}
+
 // A call to a stopped master whose connection is still to be dialled
 // returns at its deadline, and the connection that rueidis dials later is
 // not leaked (goleak, in TestMain).
@@ -82,14 +135,13 @@ func TestEval_StoppedMasterWhileDialling(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
 	opt := rueidis.ClientOption{InitAddress: []string{srv[0].Addr()}, DisableCache: true}
 	opt.Dialer.Timeout = 500 * time.Millisecond
-	dials := rueidisdriver.CountDials(&opt)
 	client, err := rueidis.NewClient(opt)
 	require.NoError(t, err)
 	defer client.Close()
-	m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
-	require.NoError(t, err)
 	require.NoError(t, srv[0].Pause())
 	defer srv[0].Resume()
+	m, err := rueidisdriver.New(client) // its connection is dialled in the background
+	require.NoError(t, err)
 
 	s := driver.NewScript("one", `return 1`)
 	for _, op := range []struct {
@@ -115,9 +167,9 @@ func TestEval_StoppedMasterWhileDialling(t *testing.T) {
 		assert.Error(t, err, op.name)
 		assert.Less(t, time.Since(start), 400*time.Millisecond, "%s kept its deadline", op.name)
 	}
-	// The dials end by rueidis' dial timeout; wait for them before the
-	// client closes, so that what they leave is given back or closed.
-	time.Sleep(time.Second)
+	// Close waits for the dial in flight, which ends by rueidis' dial
+	// timeout, and gives back what it leaves.
+	require.NoError(t, m.Close())
 }
 
 // Close leaves the application's client open, unless told to close it.
@@ -149,8 +201,58 @@ func TestClose_LeavesTheClientOpen(t *testing.T) {
 // A call without a script is refused, not a panic.
 func TestEval_NoScriptIsInvalid(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
-	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
-	require.NoError(t, err)
-	_, err = m.Eval(ctxFor(t, time.Second), driver.Call{Keys: []string{"k"}})
+	m := newMaster(t, standalone(t, srv[0].Addr()))
+	_, err := m.Eval(ctxFor(t, time.Second), driver.Call{Keys: []string{"k"}})
 	assert.ErrorIs(t, err, rueidisdriver.ErrInvalid)
+}
+
+// Calls from many goroutines at once, through Eval and through Start, some
+// with the guard's questions ahead of their script, go out in shared
+// batches on one connection: each gets its own reply and its own answers.
+func TestEval_ConcurrentCallsEachGetTheirOwnReply(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m := newMaster(t, standalone(t, srv[0].Addr()))
+	echo := driver.NewScript("echo", `return ARGV[1]`)
+	ask := &driver.Check{Questions: [][]string{{"ECHO", "a"}, {"ECHO", "b"}}, Always: true}
+	ctx := ctxFor(t, 30*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32*20)
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 20 {
+				arg := fmt.Sprintf("%d-%d", g, i)
+				call := driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{arg}}
+				asked := (g+i)%3 == 0
+				if asked {
+					call.Check = func(string) *driver.Check { return ask }
+				}
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				var rep driver.Reply
+				var err error
+				if g%2 == 0 {
+					rep, err = m.Eval(cctx, call)
+				} else {
+					got := make(chan struct{})
+					m.Start(cctx, call, driver.DoneFunc(func(r driver.Reply, e error) { rep, err = r, e; close(got) }))
+					<-got
+				}
+				cancel()
+				switch {
+				case err != nil:
+					errs <- err
+				case rep.Value != arg:
+					errs <- fmt.Errorf("call %s got %v", arg, rep.Value)
+				case asked && !assert.ObjectsAreEqual([]any{"a", "b"}, rep.Answers):
+					errs <- fmt.Errorf("call %s got answers %v", arg, rep.Answers)
+				case !asked && rep.Answers != nil:
+					errs <- fmt.Errorf("call %s got answers %v unasked", arg, rep.Answers)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

@@ -16,15 +16,16 @@ import (
 )
 
 // Three masters, each through a rueidis client the application already
-// has. The lock uses the clients as they are, TLS, ACL user and database
-// included, and leaves them open: the application closes them.
+// has, in one call. The lock uses the clients as they are, TLS, ACL user and
+// database included; its Close leaves them open, for the application to
+// close after it.
 func Example() {
 	servers, err := redlocktest.Start(3) // in-process masters, for the example
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer servers.Close()
-	var masters []driver.Master
+	var clients []rueidis.Client
 	for _, addr := range servers.Addrs() {
 		client, err := rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: []string{addr},
@@ -36,13 +37,9 @@ func Example() {
 			log.Fatal(err)
 		}
 		defer client.Close()
-		m, err := rueidisdriver.New(client)
-		if err != nil {
-			log.Fatal(err)
-		}
-		masters = append(masters, m)
+		clients = append(clients, client)
 	}
-	c, err := redlock.New(masters,
+	c, err := rueidisdriver.NewClient(clients,
 		// What in-process masters need, not advice for real ones: they
 		// report no state for the restart guard to read, and answer slowly.
 		redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second),
@@ -62,24 +59,21 @@ func Example() {
 	// Output: fenced: true
 }
 
-// A client built with its dials counted: each call takes a dedicated
-// connection, and the restart guard's health read goes only with calls on
-// connections opened since the last one, instead of with every call.
-func ExampleCountDials() {
+// One master with options of its own, among others given to redlock.New:
+// here, the name the lock gives it in errors and logs.
+func ExampleNew() {
 	srv, err := redlocktest.Start(1) // an in-process master, for the example
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
 
-	opt := rueidis.ClientOption{InitAddress: srv.Addrs(), ForceSingleClient: true, DisableCache: true}
-	dials := rueidisdriver.CountDials(&opt) // before the client is built
-	client, err := rueidis.NewClient(opt)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: srv.Addrs(), ForceSingleClient: true, DisableCache: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	m, err := rueidisdriver.New(client, rueidisdriver.WithDials(dials))
+	m, err := rueidisdriver.New(client, rueidisdriver.WithName("orders-a"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,24 +81,27 @@ func ExampleCountDials() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close() // closes m
 	ctx := context.Background()
 	l, err := c.TryLock(ctx, "report:daily", 10*time.Second)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
-	fmt.Println("fenced:", l.Fence() > 0, "dialled:", dials.Total() > 0)
-	// Output: fenced: true dialled: true
+	fmt.Println("master:", m.Addr(), "fenced:", l.Fence() > 0)
+	// Output: master: orders-a fenced: true
 }
 
-// New refuses what it cannot use.
+// New and NewClient refuse what they cannot use.
 func ExampleNew_errors() {
 	_, err := rueidisdriver.New(nil)
 	fmt.Println(err)
-	_, err = rueidisdriver.New(nil, rueidisdriver.WithDials(nil), rueidisdriver.WithTimeout(-time.Second))
+	_, err = rueidisdriver.New(nil, rueidisdriver.WithName(""), rueidisdriver.WithTimeout(-time.Second))
+	fmt.Println(err)
+	_, err = rueidisdriver.NewClient([]rueidis.Client{nil})
 	fmt.Println(err)
 	// Output:
 	// rueidisdriver: invalid argument: nil client
-	// rueidisdriver: invalid argument: nil client; timeout -1s is not positive; nil dial counts
+	// rueidisdriver: invalid argument: nil client; timeout -1s is not positive; empty name
+	// rueidisdriver: invalid argument: client 0 is nil
 }

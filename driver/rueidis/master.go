@@ -1,12 +1,10 @@
 package rueidisdriver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -29,11 +27,10 @@ type Master struct {
 	addr    string
 	timeout time.Duration
 	owns    bool // Close closes the client
-	// calls numbers the replies without dial counts: each call may have
-	// been the first on a connection rueidis had just opened, which the
-	// driver cannot observe, so each counts as one (see numbered).
-	calls atomic.Uint64
-	dials *Dials // WithDials, or nil
+	// one is the lock's connection to a standalone or Sentinel master;
+	// lines those to a cluster's shard masters (see line).
+	one   line
+	lines lines
 	// cluster: the client is a Redis Cluster client, and slots its map.
 	cluster bool
 	slots   slotMap
@@ -49,16 +46,19 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	addr      string
-	timeout   time.Duration
-	owns      bool
-	dials     *Dials
-	withDials bool
+	name    string
+	named   bool
+	timeout time.Duration
+	owns    bool
 }
 
-// WithAddr sets the name the lock gives the master in errors and logs.
-// Default: the addresses of the client's nodes, sorted and joined by ",".
-func WithAddr(addr string) Option { return optionFunc(func(c *config) { c.addr = addr }) }
+// WithName sets the name the lock gives the master in errors and logs, and
+// by which it tells masters apart (each must be listed once). Default: the
+// addresses of the client's nodes, sorted and joined by ",". Must not be
+// empty.
+func WithName(name string) Option {
+	return optionFunc(func(c *config) { c.name, c.named = name, true })
+}
 
 // WithTimeout bounds a call whose ctx has no deadline. Default
 // DefaultTimeout. Must be positive.
@@ -68,22 +68,11 @@ func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c
 // client open, as it is the caller's.
 func WithCloseClient() Option { return optionFunc(func(c *config) { c.owns = true }) }
 
-// WithDials gives New the counts of the connections the client opens, as
-// CountDials installed them before the client was built. Each call then
-// takes a dedicated connection of the client's and carries the restart
-// guard's health read only when a connection was opened since the last one,
-// instead of on every call: see the package documentation. New then opens
-// the first dedicated connection, within the client's dial timeout.
-// Default: no counts, and every call carries the health read. Must not be
-// nil.
-func WithDials(d *Dials) Option {
-	return optionFunc(func(c *config) { c.dials, c.withDials = d, true })
-}
-
 // New returns the master reached through client, which the caller keeps
 // using as before. The client's own options (addresses, TLS, ACL user and
 // password, database) are the ones the lock uses: see the package
-// documentation.
+// documentation. A standalone or Sentinel master's connection is opened
+// in the background, so that the lock's first call seldom waits for it.
 func New(client rueidis.Client, opts ...Option) (*Master, error) {
 	c := config{timeout: DefaultTimeout}
 	var bad []string
@@ -100,25 +89,19 @@ func New(client rueidis.Client, opts ...Option) (*Master, error) {
 	if c.timeout <= 0 {
 		bad = append(bad, fmt.Sprintf("timeout %v is not positive", c.timeout))
 	}
-	if c.withDials && c.dials == nil {
-		bad = append(bad, "nil dial counts")
+	if c.named && c.name == "" {
+		bad = append(bad, "empty name")
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(bad, "; "))
 	}
-	if c.addr == "" {
-		c.addr = nodeAddrs(client)
+	if c.name == "" {
+		c.name = nodeAddrs(client)
 	}
-	m := &Master{client: client, addr: c.addr, timeout: c.timeout, owns: c.owns, dials: c.dials,
+	m := &Master{client: client, addr: c.name, timeout: c.timeout, owns: c.owns,
 		cluster: client.Mode() == rueidis.ClientModeCluster}
-	if m.dials != nil && !m.cluster {
-		// Open the first dedicated connection now, as rueidis opens its
-		// first pipelined one in NewClient, so that the lock's first call
-		// does not wait for it. Bounded by the client's dial timeout; one
-		// that fails is dialled again by the first call.
-		client.Dedicated(func(dc rueidis.DedicatedClient) error {
-			return dc.Do(context.Background(), dc.B().Ping().Build()).Error()
-		})
+	if !m.cluster {
+		m.one.open(client)
 	}
 	return m, nil
 }
@@ -134,7 +117,7 @@ func nodeAddrs(client rueidis.Client) string {
 	return strings.Join(addrs, ",")
 }
 
-// Addr names the master in errors and logs: see WithAddr.
+// Addr names the master in errors and logs: see WithName.
 func (m *Master) Addr() string { return m.addr }
 
 // Sharded reports whether the client is a cluster client: releases are then
@@ -143,10 +126,12 @@ func (m *Master) Addr() string { return m.addr }
 // standalone or Sentinel client they are announced with PUBLISH.
 func (m *Master) Sharded() bool { return m.cluster }
 
-// Close closes the client when WithCloseClient was given; otherwise it does
-// nothing, and the client stays the caller's to close. Subscriptions are
-// closed by their own Close.
+// Close gives the lock's connections back to the client, and closes the
+// client when WithCloseClient was given; otherwise the client stays the
+// caller's to close. Subscriptions are closed by their own Close.
 func (m *Master) Close() error {
+	m.one.close()
+	m.lines.close()
 	if m.owns {
 		m.client.Close()
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 
 // The client's own options are the lock's: an ACL user, a password, a
 // database and TLS (mutual, here) set on the rueidis client reach the
-// master, with the dials counted or not. The lock takes and releases a key
+// master. The lock takes and releases a key
 // through each, and the key is where the options say.
 func TestClientOptions_AreTheLocks(t *testing.T) {
 	pki := redistest.NewPKI(t, "rueidis")
@@ -44,34 +43,28 @@ func TestClientOptions_AreTheLocks(t *testing.T) {
 		{"mutual TLS", rueidis.ClientOption{InitAddress: []string{srv.TLSAddr()}, TLSConfig: clientTLS}, "0"},
 	}
 	for _, tt := range tests {
-		for _, counted := range []bool{false, true} {
-			t.Run(tt.name+map[bool]string{false: "", true: "/counted"}[counted], func(t *testing.T) {
-				opt := tt.opt
-				opt.DisableCache = true
-				var opts []rueidisdriver.Option
-				if counted {
-					opts = append(opts, rueidisdriver.WithDials(rueidisdriver.CountDials(&opt)))
-				}
-				client, err := rueidis.NewClient(opt)
+		t.Run(tt.name, func(t *testing.T) {
+			opt := tt.opt
+			opt.DisableCache = true
+			client, err := rueidis.NewClient(opt)
+			require.NoError(t, err)
+			defer client.Close()
+			m, err := rueidisdriver.New(client)
+			require.NoError(t, err)
+			c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(0), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			require.NoError(t, err)
+			defer c.Close()
+			key := "opt-" + tt.name
+			l, err := c.TryLock(ctxFor(t, 5*time.Second), key, 10*time.Second)
+			require.NoError(t, err)
+			for _, db := range []string{"0", "3"} {
+				n, err := redistest.DoAt(srv.Addr(), "EVAL", "redis.call('SELECT', ARGV[1]); return redis.call('EXISTS', KEYS[1])", "1", key, db)
 				require.NoError(t, err)
-				defer client.Close()
-				m, err := rueidisdriver.New(client, opts...)
-				require.NoError(t, err)
-				c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(0), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-				require.NoError(t, err)
-				defer c.Close()
-				key := "opt-" + tt.name + strconv.FormatBool(counted)
-				l, err := c.TryLock(ctxFor(t, 5*time.Second), key, 10*time.Second)
-				require.NoError(t, err)
-				for _, db := range []string{"0", "3"} {
-					n, err := redistest.DoAt(srv.Addr(), "EVAL", "redis.call('SELECT', ARGV[1]); return redis.call('EXISTS', KEYS[1])", "1", key, db)
-					require.NoError(t, err)
-					want := map[bool]string{true: "1", false: "0"}[db == tt.db]
-					assert.Equal(t, want, n, "key in database %s", db)
-				}
-				require.NoError(t, l.Release(ctxFor(t, 5*time.Second)))
-			})
-		}
+				want := map[bool]string{true: "1", false: "0"}[db == tt.db]
+				assert.Equal(t, want, n, "key in database %s", db)
+			}
+			require.NoError(t, l.Release(ctxFor(t, 5*time.Second)))
+		})
 	}
 }
 

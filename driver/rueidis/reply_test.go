@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
-	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
@@ -19,8 +18,7 @@ import (
 // (sorted by name), a Lua boolean as 1 or nil.
 func TestEval_RESP3RepliesInRESP2Form(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
-	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
-	require.NoError(t, err)
+	m := newMaster(t, standalone(t, srv[0].Addr()))
 	s := driver.NewScript("bools", `return {true, false}`)
 	check := &driver.Check{Questions: [][]string{{"INFO", "server"}, {"CONFIG", "GET", "maxmemory*"}}, Always: true}
 	rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}, Check: func(string) *driver.Check { return check }})

@@ -6,7 +6,7 @@
 // redis-server masters that the suite starts.
 //
 // A driver's tests call Run with a function that makes the driver for one
-// master. The redigo driver (package pool) runs it in this module; each
+// master. The default driver (driver/redigo) runs it in this module; each
 // adapter runs it in its own. A driver of Redis Cluster nodes also runs
 // RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
 // suite again, each node a cluster of three shards. A driver that starts
@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,55 @@ func RunDriver(t *testing.T, newDriver New) {
 			assert.Equal(t, fmt.Sprint(i), rep.Value)
 		}
 	})
+	t.Run("StoppedMasterIsNotDialledInAStorm", func(t *testing.T) {
+		// 16 goroutines keep calling a master stopped for 2 s, each call
+		// with a 50 ms deadline. The connections it accepts, those queued
+		// while it was stopped included, are counted once it runs again.
+		const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
+		srv, ds := open(t, 1, newDriver)
+		echo := driver.NewScript("echo", `return ARGV[1]`)
+		_, err := ds[0].Eval(ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
+		require.NoError(t, err)
+		before := connectionsReceived(t, srv[0])
+		require.NoError(t, srv[0].Pause())
+		resumed := false
+		defer func() {
+			if !resumed {
+				srv[0].Resume()
+			}
+		}()
+		stop := make(chan struct{})
+		done := make(chan struct{}, goroutines)
+		for g := range goroutines {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					ds[0].Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
+					cancel()
+				}
+			}()
+		}
+		time.Sleep(stopped)
+		close(stop)
+		for range goroutines {
+			<-done
+		}
+		require.NoError(t, srv[0].Resume())
+		resumed = true
+		require.Eventually(t, func() bool {
+			_, err := ds[0].Eval(ctxFor(t, time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"after"}})
+			return err == nil
+		}, 5*time.Second, 10*time.Millisecond, "calls succeed again after the resume")
+		opened := connectionsReceived(t, srv[0]) - before - 1 // less the one asking
+		t.Logf("%d connections opened over a %v stop", opened, stopped)
+		assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
+	})
 	t.Run("Subscription", func(t *testing.T) {
 		srv, ds := open(t, 1, newDriver)
 		assert.False(t, ds[0].Sharded(), "one master hears releases announced with PUBLISH")
@@ -211,4 +261,15 @@ func runID(t *testing.T, answers []any) string {
 	}
 	t.Fatalf("no run_id in %q", s)
 	return ""
+}
+
+// connectionsReceived returns how many connections s has accepted since it
+// started, the one asking included.
+func connectionsReceived(t *testing.T, s *redistest.Server) int {
+	t.Helper()
+	stats, err := s.Info("stats")
+	require.NoError(t, err)
+	n, err := strconv.Atoi(stats["total_connections_received"])
+	require.NoError(t, err, "INFO stats total_connections_received")
+	return n
 }

@@ -1,0 +1,136 @@
+package redigo_test
+
+import (
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver/redigo"
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+const (
+	defaultPassword = "default-Pw1"
+	alicePassword   = "alice-Pw2"
+	bobPassword     = "bob-Pw3"
+)
+
+// startACLRedis starts a server whose default user needs defaultPassword,
+// with two ACL users: alice, who may do anything, and bob, who may only
+// touch keys under "bob:". It returns its address.
+func startACLRedis(t *testing.T) string {
+	t.Helper()
+	return startRedisWithAuth(t,
+		[]any{"ACL", "SETUSER", "alice", "on", ">" + alicePassword, "~*", "&*", "+@all"},
+		[]any{"ACL", "SETUSER", "bob", "on", ">" + bobPassword, "~bob:*", "+@all"},
+		[]any{"CONFIG", "SET", "requirepass", defaultPassword},
+	).Addr()
+}
+
+// startRedisWithAuth starts a server and runs the setup commands on it.
+// redistest waits for a server with an unauthenticated PING, so
+// authentication is switched on after the start rather than with
+// --requirepass or --user arguments.
+func startRedisWithAuth(t *testing.T, setup ...[]any) *redistest.Server {
+	t.Helper()
+	srv := startRedis(t)
+	conn, err := redis.Dial("tcp", srv.Addr(), redis.DialReadTimeout(waitLimit), redis.DialWriteTimeout(waitLimit))
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, cmd := range setup {
+		_, err := conn.Do(cmd[0].(string), cmd[1:]...)
+		require.NoError(t, err, "%v", cmd[:2])
+	}
+	return srv
+}
+
+func TestAuth_RightCredentials(t *testing.T) {
+	addr := startACLRedis(t)
+	tests := []struct {
+		name   string
+		addr   string
+		opts   []redigo.Option
+		wantMe string // ACL WHOAMI
+	}{
+		{"password option", addr, []redigo.Option{redigo.WithAuth("", defaultPassword)}, "default"},
+		{"default user by name", addr, []redigo.Option{redigo.WithAuth("default", defaultPassword)}, "default"},
+		{"ACL user option", addr, []redigo.Option{redigo.WithAuth("alice", alicePassword)}, "alice"},
+		{"password in URL", "redis://:" + defaultPassword + "@" + addr, nil, "default"},
+		{"lone password in URL", "redis://" + defaultPassword + "@" + addr, nil, "default"},
+		{"ACL user in URL", "redis://alice:" + alicePassword + "@" + addr, nil, "alice"},
+		{"option overrides URL", "redis://alice:wrong@" + addr, []redigo.Option{redigo.WithAuth("bob", bobPassword)}, "bob"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPool(t, tt.addr, tt.opts...)
+			me, err := redis.String(p.Do(testCtx(t), "ACL", "WHOAMI"))
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantMe, me)
+			assert.EqualValues(t, 1, redigo.Dials(p))
+		})
+	}
+}
+
+func TestAuth_WrongCredentials(t *testing.T) {
+	addr := startACLRedis(t)
+	tests := []struct {
+		name   string
+		addr   string
+		opts   []redigo.Option
+		secret string // must not appear in the error
+	}{
+		{"wrong password", addr, []redigo.Option{redigo.WithAuth("", "nope-Pw9")}, "nope-Pw9"},
+		{"wrong ACL password", addr, []redigo.Option{redigo.WithAuth("alice", bobPassword)}, bobPassword},
+		{"unknown user", addr, []redigo.Option{redigo.WithAuth("mallory", alicePassword)}, alicePassword},
+		{"wrong password in URL", "redis://alice:nope-Pw8@" + addr, nil, "nope-Pw8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPool(t, tt.addr, tt.opts...)
+			ctx := testCtx(t)
+			_, err := p.Do(ctx, "PING")
+			require.Error(t, err, "AUTH runs while dialling, so the call fails")
+			assert.Contains(t, err.Error(), "WRONGPASS")
+			assert.NotContains(t, err.Error(), tt.secret)
+
+			_, err = redigo.Dial(ctx, p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "WRONGPASS")
+			assert.Zero(t, redigo.Dials(p), "a dial that failed AUTH is not counted")
+		})
+	}
+}
+
+func TestAuth_NoCredentials_CommandsRefused(t *testing.T) {
+	addr := startACLRedis(t)
+	p := newPool(t, addr)
+	_, err := do(testCtx(t), p, "GET", "k")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NOAUTH")
+}
+
+func TestAuth_ACLUserIsTheOneUsed(t *testing.T) {
+	addr := startACLRedis(t)
+	p := newPool(t, addr, redigo.WithAuth("bob", bobPassword))
+	ctx := testCtx(t)
+
+	_, err := do(ctx, p, "SET", "bob:k", "v")
+	assert.NoError(t, err, "bob may write his own keys")
+	_, err = do(ctx, p, "SET", "alice:k", "v")
+	require.Error(t, err, "bob wrote a key outside his pattern")
+	assert.Contains(t, err.Error(), "NOPERM")
+}
+
+func TestAuth_RequirepassOnly(t *testing.T) {
+	addr := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword}).Addr()
+
+	ok := newPool(t, addr, redigo.WithAuth("", defaultPassword))
+	assert.Equal(t, "PONG", mustDo(t, ok, "PING"))
+
+	bad := newPool(t, addr, redigo.WithAuth("", "nope-Pw7"))
+	_, err := bad.Do(testCtx(t), "PING")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "nope-Pw7")
+}

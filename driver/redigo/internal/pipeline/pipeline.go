@@ -1,0 +1,388 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
+)
+
+// Pipeline is one master's calls over a fixed number of shared connections
+// (pipes), opened when first needed and replaced when they fail, or when
+// they fall silent and a dial is due (see pipe).
+type Pipeline struct {
+	dial  func(ctx context.Context) (net.Conn, error)
+	dials atomic.Uint64 // connections opened so far: Reply.Dials
+	read  time.Duration // bounds a call whose ctx has no deadline
+	write time.Duration // the write timeout
+	slots []connSlot
+	next  atomic.Uint32 // round robin over the slots
+	reqs  sync.Pool     // *request, reused once answered
+
+	mu     sync.Mutex
+	open   map[*pipe]struct{} // every pipe not yet failed, replaced ones included
+	closed bool
+	bg     sync.WaitGroup // the pipes' readers and background writers
+}
+
+// connSlot holds one of the shared connections.
+type connSlot struct {
+	cur     atomic.Pointer[pipe] // p, read without the lock
+	mu      sync.Mutex
+	p       *pipe
+	dialing chan struct{} // closed when the dial under way ends; nil when none is
+	// Replacing a silent pipe: the last such dial, and how long after it
+	// the next may go (see replace).
+	dialedAt time.Time
+	backoff  time.Duration
+}
+
+// Spacing of the dials that replace a silent pipe. The first goes at once;
+// while the master stays silent, each waits twice as long as the one
+// before, up to maxSilentBackoff. Dials further apart than resetSilentAfter
+// start again from the first.
+const (
+	minSilentBackoff = 500 * time.Millisecond
+	maxSilentBackoff = 4 * time.Second
+	resetSilentAfter = 2 * maxSilentBackoff
+)
+
+// replace reports whether the slot's silent pipe is to be replaced now,
+// and then counts the dial. The caller holds s.mu. Until a dial is due the
+// silent pipe keeps taking requests: they run, in order, if the master
+// comes back, and a hung master is not dialled at every deadline.
+func (s *connSlot) replace(now time.Time) bool {
+	since := now.Sub(s.dialedAt)
+	switch {
+	case s.dialedAt.IsZero() || since >= resetSilentAfter:
+		s.backoff = minSilentBackoff
+	case since < s.backoff:
+		return false
+	default:
+		s.backoff = min(2*s.backoff, maxSilentBackoff)
+	}
+	s.dialedAt = now
+	return true
+}
+
+// Config is what a Pipeline needs of its master.
+type Config struct {
+	// Dial opens a connection ready for commands, within ctx: TLS, AUTH
+	// and SELECT done, and no deadline set.
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Conns is how many connections the calls share, taken in turn; at
+	// least 1.
+	Conns int
+	// ReadTimeout bounds a call whose ctx has no deadline; 0 means no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a write made in the background; 0 means no bound.
+	WriteTimeout time.Duration
+}
+
+// New returns a Pipeline that opens no connection before its first call.
+func New(c Config) *Pipeline {
+	pl := &Pipeline{dial: c.Dial, read: c.ReadTimeout, write: c.WriteTimeout, slots: make([]connSlot, c.Conns), open: map[*pipe]struct{}{}}
+	pl.reqs.New = func() any { return &request{done: make(chan struct{}, 1)} }
+	return pl
+}
+
+// slot returns the next slot, round robin.
+func (pl *Pipeline) slot() *connSlot {
+	if len(pl.slots) == 1 {
+		return &pl.slots[0]
+	}
+	return &pl.slots[int(pl.next.Add(1)%uint32(len(pl.slots)))]
+}
+
+// open returns the slot's pipe if it is taking requests and not silent, or
+// nil.
+func (s *connSlot) open() *pipe {
+	if p := s.cur.Load(); p != nil && p.accepting.Load() && !p.silent.Load() {
+		return p
+	}
+	return nil
+}
+
+// maxPipeWaits bounds how many dials of other callers a caller waits for
+// before it gives up on getting a pipe.
+const maxPipeWaits = 8
+
+// get returns a pipe that takes requests, opening one in the slot's place
+// when its pipe has failed, or has fallen silent and a dial is due (see
+// connSlot.replace). One caller dials; the others wait for it within their
+// ctx, or, while a silent pipe is still open, go on it. lost reports that
+// a pipe was replaced because its connection had dropped.
+func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
+	s := pl.slot()
+	if p := s.open(); p != nil {
+		return p, false, nil
+	}
+	for range maxPipeWaits {
+		s.mu.Lock()
+		old := s.p
+		if old != nil && old.accepting.Load() && (!old.silent.Load() || s.dialing != nil || !s.replace(time.Now())) {
+			s.mu.Unlock()
+			return old, lost, nil
+		}
+		if old != nil && !old.accepting.Load() {
+			lost = lost || old.lost()
+			s.p, old = nil, nil
+			s.cur.Store(nil)
+		}
+		if ch := s.dialing; ch != nil {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, lost, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		s.dialing = ch
+		s.mu.Unlock()
+
+		p, err := pl.openPipe(ctx)
+		s.mu.Lock()
+		s.dialing = nil
+		if err == nil {
+			s.p = p
+			s.cur.Store(p)
+		}
+		s.mu.Unlock()
+		close(ch)
+		switch {
+		case err == nil && old != nil:
+			old.retire()
+		case err != nil && old != nil && old.accepting.Load():
+			return old, lost, nil // the silent pipe is still open: the call goes on it
+		}
+		return p, lost, err
+	}
+	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
+}
+
+// Dials returns how many connections the pipeline has opened so far.
+func (pl *Pipeline) Dials() uint64 { return pl.dials.Load() }
+
+// openPipe opens a pipe, counted in Dials.
+func (pl *Pipeline) openPipe(ctx context.Context) (*pipe, error) {
+	nc, err := pl.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl.dials.Add(1)
+	p := newPipe(pl, nc, pl.write)
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		nc.Close()
+		return nil, errClosed
+	}
+	pl.open[p] = struct{}{}
+	pl.bg.Add(1)
+	pl.mu.Unlock()
+	go p.read()
+	return p, nil
+}
+
+// forget drops a pipe that failed.
+func (pl *Pipeline) forget(p *pipe) {
+	pl.mu.Lock()
+	delete(pl.open, p)
+	pl.mu.Unlock()
+}
+
+// Close fails every pipe and waits for their goroutines: calls waiting on
+// them return an error at once, and calls after it fail.
+func (pl *Pipeline) Close() {
+	pl.mu.Lock()
+	pl.closed = true
+	open := make([]*pipe, 0, len(pl.open))
+	for p := range pl.open {
+		open = append(open, p)
+	}
+	pl.mu.Unlock()
+	for _, p := range open {
+		p.fail(errClosed)
+	}
+	pl.bg.Wait()
+}
+
+func (pl *Pipeline) request() *request {
+	q := pl.reqs.Get().(*request)
+	q.buf, q.vals = q.buf[:0], q.vals[:0]
+	return q
+}
+
+// recycle keeps an answered request for reuse. An abandoned one is never
+// recycled: its reply may still come.
+func (pl *Pipeline) recycle(q *request) {
+	clear(q.vals)
+	q.err, q.notify, q.expires = nil, nil, time.Time{}
+	q.queued, q.complete, q.abandoned = false, false, false
+	q.started = started{}
+	if cap(q.buf) > maxBufferKept {
+		q.buf = nil
+	}
+	pl.reqs.Put(q)
+}
+
+// maxPipeTries bounds the tries of one Eval: a connection that dropped is
+// replaced and the call sent again, and a pipe that stopped taking requests between being
+// picked and being used is passed over.
+const maxPipeTries = 4
+
+// Eval runs call on a shared connection (see driver.Master): the check's
+// questions, when due, and the script in one unit. A connection found dead
+// is replaced and the call sent again, within ctx; without a deadline in
+// ctx the read timeout bounds the call.
+func (pl *Pipeline) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	var rep driver.Reply
+	if _, ok := ctx.Deadline(); !ok && pl.read > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pl.read)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	deadline, _ := ctx.Deadline()
+	err := errNotSent
+	for try := 0; try < maxPipeTries; try++ {
+		p, lost, gerr := pl.get(ctx)
+		rep.Lost = rep.Lost || lost
+		if gerr != nil {
+			return rep, gerr
+		}
+		// Read once the pipe is in hand, so that one just opened counts.
+		rep.Dials = pl.dials.Load()
+		var check *driver.Check
+		if call.Check != nil {
+			check = call.Check("")
+		}
+		asked := check.Due(rep.Dials)
+		var v any
+		v, rep.Answers, err = pl.evalOn(ctx, p, call, check, asked, deadline)
+		switch {
+		case err == errNotSent:
+			continue
+		case err != nil && Stale(err) && ctx.Err() == nil:
+			rep.Lost = true
+			continue
+		case err != nil:
+			return rep, err
+		}
+		rep.Value = v
+		return rep, nil
+	}
+	if err == errNotSent {
+		err = errors.New("redigo: no connection took the call")
+	}
+	return rep, err
+}
+
+// evalOn runs call on p: the check's questions, when asked, and EVALSHA in
+// one unit, then EVAL on the same pipe if the master has not cached the
+// script. errNotSent means that nothing was run and the call may go
+// elsewhere.
+func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
+	q := pl.request()
+	hint := q.encode(call, check, asked)
+	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
+		return nil, nil, err
+	}
+	v, answers := q.split(asked)
+	pl.recycle(q)
+	if noScript(v) {
+		return pl.evalSource(ctx, p, call, hint, answers, deadline)
+	}
+	v, err := replyOrError(v)
+	return v, answers, err
+}
+
+// encode puts call's commands in q: the check's questions when asked, then
+// EVALSHA. It returns the hint sent, if the script takes one.
+func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (hint string) {
+	hint = call.Hint(check, asked)
+	q.want = 1
+	if asked {
+		questions := check.Commands()
+		for _, w := range questions {
+			q.buf = appendCommand(q.buf, w)
+		}
+		q.want += len(questions)
+	}
+	q.buf = appendEval(q.buf, call, hint, false)
+	return hint
+}
+
+// split returns the script's reply of a request that encode filled, and the
+// answers to the check's questions when asked (a copy: q may be recycled).
+func (q *request) split(asked bool) (v any, answers []any) {
+	if asked {
+		answers = append([]any(nil), q.vals[:len(q.vals)-1]...)
+	}
+	return q.vals[len(q.vals)-1], answers
+}
+
+// noScript reports the reply of a master that has not cached the script.
+func noScript(v any) bool {
+	e, ok := v.(driver.Error)
+	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
+}
+
+// evalSource runs call by its source (EVAL) on p, after the master answered
+// EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
+// server the answers describe.
+func (pl *Pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
+	q := pl.request()
+	q.want = 1
+	q.buf = appendEval(q.buf, call, hint, true)
+	vals, err := pl.roundTrip(ctx, p, q, deadline)
+	if err != nil {
+		return nil, answers, err
+	}
+	v := vals[0]
+	pl.recycle(q)
+	v, err = replyOrError(v)
+	return v, answers, err
+}
+
+// replyOrError returns an error reply as the error.
+func replyOrError(v any) (any, error) {
+	if e, ok := v.(driver.Error); ok {
+		return nil, unauthenticated(e)
+	}
+	return v, nil
+}
+
+// roundTrip sends q on p and waits for its replies. q is the caller's to
+// recycle after a nil error; after an error it is either recycled here or,
+// abandoned, left to the collector.
+func (pl *Pipeline) roundTrip(ctx context.Context, p *pipe, q *request, deadline time.Time) ([]any, error) {
+	if !p.send(q, deadline) {
+		pl.recycle(q)
+		return nil, errNotSent
+	}
+	if err := p.wait(ctx, q); err != nil {
+		return nil, err
+	}
+	if q.err != nil {
+		err := q.err
+		pl.recycle(q)
+		return nil, err
+	}
+	return q.vals, nil
+}
+
+// netTimeout reports an error of a deadline that passed on a connection.
+func netTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,244 @@
+package rueidisdriver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Gathering the calls of many goroutines into one write. Left to itself, a
+// rueidis connection shared by concurrent callers writes about one command
+// per write system call here: its background writer wakes for each command
+// queued and flushes as soon as its queue is empty, and the master then
+// reads and answers each one apart too. So the driver keeps at most depth
+// DoMultis in flight per connection, and the calls that come meanwhile
+// wait and go out together in the next one: as many as came during a round
+// trip, in one write, read by the master in one go. A call of Eval that
+// finds a turn free goes out at once, from its own goroutine; the others
+// go out from the connection's sender goroutines.
+//
+// One DoMulti on a dedicated connection is written as one run of commands
+// and its replies read in order, on that connection only:
+// DedicatedClient.DoMulti (rueidis client.go, dedicatedSingleClient.DoMulti)
+// hands the commands to its one wire; alone on the pipe, it writes them all
+// and flushes once, then reads one reply per command (pipe.go,
+// pipe.DoMulti and pipe.syncDoMulti); beside another, it is queued as one
+// entry (ring.PutMulti), which the background writer writes whole
+// (pipe._backgroundWrite), and its replies are read in order. Each call's
+// commands are contiguous in the batch, in its order, so a call's questions
+// still go just ahead of its script, on the same connection, in the same
+// round trip.
+
+// batcher sends the calls on one connection.
+type batcher struct {
+	dc rueidis.DedicatedClient
+
+	mu       sync.Mutex
+	inflight int // DoMultis in flight, or handed to a sender to send
+	pending  []entry
+	stopped  bool
+
+	kick    chan struct{} // hands a sender one of the depth turns; buffered
+	stop    chan struct{} // closed to end the senders
+	stopper sync.Once
+}
+
+// depth is how many DoMultis may be in flight on a connection at once: a
+// batch is written while the one before waits for its replies, so that
+// the calls queued behind a batch do not wait a whole round trip more.
+const depth = 2
+
+// entry is one call's commands in a batch, and who takes their replies.
+type entry struct {
+	ctx  context.Context
+	cmds []rueidis.Completed
+	to   receiver
+}
+
+// receiver takes the replies to an entry's commands, one per command, on
+// the sender's goroutine: it must not block.
+type receiver interface {
+	sent(res []rueidis.RedisResult)
+}
+
+// waiter is the receiver of a caller that waits (batcher.do).
+type waiter struct {
+	res  []rueidis.RedisResult
+	done chan struct{}
+}
+
+func (w *waiter) sent(res []rueidis.RedisResult) {
+	w.res = res
+	close(w.done)
+}
+
+// newBatcher starts the senders of dc, counted in senders until they end.
+func newBatcher(dc rueidis.DedicatedClient, senders *sync.WaitGroup) *batcher {
+	b := &batcher{dc: dc, kick: make(chan struct{}, depth), stop: make(chan struct{})}
+	for range depth {
+		senders.Go(b.run)
+	}
+	return b
+}
+
+// do sends cmds and returns their replies, one per command, within ctx: at
+// once from the caller's goroutine when the connection is idle, or else
+// with the next batch.
+func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return fill(len(cmds), rueidis.ErrClosing)
+	}
+	if b.inflight < depth && len(b.pending) == 0 {
+		b.inflight++
+		b.mu.Unlock()
+		res := b.dc.DoMulti(ctx, cmds...)
+		b.idle()
+		return res
+	}
+	w := &waiter{done: make(chan struct{})}
+	b.pending = append(b.pending, entry{ctx, cmds, w})
+	wake := b.inflight < depth
+	if wake {
+		b.inflight++
+	}
+	b.mu.Unlock()
+	if wake {
+		b.wake()
+	}
+	select {
+	case <-w.done:
+		return w.res
+	case <-ctx.Done():
+		// The sender skips a call whose ctx has ended, and drops the
+		// replies of one it sent.
+		return fill(len(cmds), ctx.Err())
+	}
+}
+
+// start queues cmds for the sender, which hands their replies to to, and
+// returns at once. After the batcher stopped, to takes rueidis.ErrClosing
+// before start returns.
+func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiver) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		to.sent(fill(len(cmds), rueidis.ErrClosing))
+		return
+	}
+	b.pending = append(b.pending, entry{ctx, cmds, to})
+	wake := b.inflight < depth
+	if wake {
+		b.inflight++
+	}
+	b.mu.Unlock()
+	if wake {
+		b.wake()
+	}
+}
+
+// idle ends a DoMulti sent from a caller's goroutine: its turn ends, or,
+// when calls queued meanwhile, passes to a sender, which takes them.
+func (b *batcher) idle() {
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.inflight--
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	b.wake()
+}
+
+// wake hands a sender a turn, counted in inflight: there are never more
+// turns than room in kick, and only a sender ends a turn it was handed.
+func (b *batcher) wake() { b.kick <- struct{}{} }
+
+// run is a sender: given a turn, it sends what has queued, one batch at a
+// time, until nothing has; until stopped, and then fails what is left.
+func (b *batcher) run() {
+	for {
+		select {
+		case <-b.kick:
+		case <-b.stop:
+			b.mu.Lock()
+			left := b.pending
+			b.pending, b.stopped = nil, true
+			b.mu.Unlock()
+			for _, e := range left {
+				e.to.sent(fill(len(e.cmds), rueidis.ErrClosing))
+			}
+			return
+		}
+		for b.sendQueued() {
+		}
+	}
+}
+
+// sendQueued sends the calls queued, as one DoMulti, and reports whether
+// it did; when none were queued, the sender's turn ends.
+func (b *batcher) sendQueued() bool {
+	b.mu.Lock()
+	batch := b.pending
+	b.pending = nil
+	if len(batch) == 0 {
+		b.inflight--
+		b.mu.Unlock()
+		return false
+	}
+	b.mu.Unlock()
+
+	var (
+		cmds []rueidis.Completed
+		last time.Time
+		live = batch[:0]
+	)
+	for _, e := range batch {
+		if err := e.ctx.Err(); err != nil {
+			e.to.sent(fill(len(e.cmds), err)) // nothing is sent for it
+			continue
+		}
+		// Every call has a deadline: see Master.Eval and Master.Start.
+		if dl, _ := e.ctx.Deadline(); dl.After(last) {
+			last = dl
+		}
+		cmds = append(cmds, e.cmds...)
+		live = append(live, e)
+	}
+	if len(live) > 0 {
+		// The batch lasts as long as its longest-lived call, whatever
+		// becomes of the calls' own contexts; a caller that waits returns
+		// at its own deadline. A call alone goes with its own.
+		ctx, cancel := live[0].ctx, context.CancelFunc(nil)
+		if len(live) > 1 {
+			ctx, cancel = context.WithDeadline(context.Background(), last)
+		}
+		res := b.dc.DoMulti(ctx, cmds...)
+		if cancel != nil {
+			cancel()
+		}
+		for _, e := range live {
+			n := len(e.cmds)
+			e.to.sent(res[:n:n])
+			res = res[n:]
+		}
+	}
+	return true
+}
+
+// close has the sender end, once its DoMulti in flight has returned. It
+// does not wait, so that the sender itself may call it.
+func (b *batcher) close() {
+	b.stopper.Do(func() { close(b.stop) })
+}
+
+func fill(n int, err error) []rueidis.RedisResult {
+	res := make([]rueidis.RedisResult, n)
+	for i := range res {
+		res[i] = rueidis.NewErrorResult(err)
+	}
+	return res
+}
