@@ -2,33 +2,33 @@ package goredis
 
 import (
 	"context"
-	"runtime"
 	"sync"
-	"weak"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // cluster routes calls through a Redis Cluster client: each goes to the
-// master of its first key's slot, through that node's own client, and the
-// dials of each node are counted apart, by address.
+// master of its first key's slot, on the lanes the adapter keeps to that
+// node (see target), through the node's own client.
 type cluster struct {
+	m      *Master
 	client *redis.ClusterClient
 
-	mu       sync.Mutex // serialises hooking a node client
-	counters sync.Map   // node address → *dialCounter; a new client for an address keeps counting on
-	watched  sync.Map   // weak.Pointer[redis.Client] → *readiness: node clients whose dials are counted
+	mu      sync.Mutex
+	targets map[string]*target        // node address → the target of its current node client
+	dials   map[string]*atomic.Uint64 // node address → its count, kept across node clients
 }
 
-func newCluster(client *redis.ClusterClient) *cluster {
-	c := &cluster{client: client}
-	// Node clients made from now on are watched before they open anything.
-	client.OnNewNode(func(node *redis.Client) { c.watch(node, false) })
-	return c
+func newCluster(m *Master, client *redis.ClusterClient) *cluster {
+	return &cluster{m: m, client: client, targets: map[string]*target{}, dials: map[string]*atomic.Uint64{}}
 }
 
-// route returns the master of the slot of keys[0], as the client knows the
-// cluster now.
+// route returns the target of the master of the slot of keys[0], as the
+// client knows the cluster now. When the client has a new node client for
+// an address, the lanes of the old one are closed and new ones taken from
+// the new client; the address's count goes on, so that the guard asks on
+// the new connections.
 func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 	if len(keys) == 0 {
 		return nil, invalid("a call to a cluster needs a key to route it by")
@@ -37,41 +37,36 @@ func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	dials, ready := c.watch(node, true)
-	return &target{client: node, server: node.Options().Addr, dials: dials, ready: ready}, nil
-}
-
-// watch makes sure node's dials are counted, and returns the counter of its
-// address and the node client's readiness. A node client that existed before (older than New) may have
-// opened connections nobody counted: its count then goes up by one, so that
-// the next call asks the guard's questions again.
-func (c *cluster) watch(node *redis.Client, existing bool) (*dialCounter, *readiness) {
-	key := weak.Make(node)
-	d := c.counter(node.Options().Addr)
-	if r, ok := c.watched.Load(key); ok {
-		return d, r.(*readiness)
-	}
+	addr := node.Options().Addr
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, ok := c.watched.Load(key); ok {
-		return d, r.(*readiness)
+	t := c.targets[addr]
+	var old *target
+	if t == nil || t.client != node {
+		d := c.dials[addr]
+		if d == nil {
+			d = new(atomic.Uint64)
+			c.dials[addr] = d
+		}
+		old, t = t, newTarget(c.m, node, addr, true, d)
+		c.targets[addr] = t
 	}
-	node.AddHook(d)
-	if existing {
-		d.n.Add(1)
+	c.mu.Unlock()
+	if old != nil {
+		old.close()
 	}
-	r := newReadiness(node.Options().Protocol)
-	c.watched.Store(key, r)
-	// Forget the client once it is gone, so that node clients replaced
-	// over the years do not pile up here.
-	runtime.AddCleanup(node, func(k weak.Pointer[redis.Client]) { c.watched.Delete(k) }, key)
-	return d, r
+	return t, nil
 }
 
-func (c *cluster) counter(addr string) *dialCounter {
-	if d, ok := c.counters.Load(addr); ok {
-		return d.(*dialCounter)
+// close closes every node's lanes. A subscription may still route channels
+// afterwards: its targets take no calls.
+func (c *cluster) close() {
+	c.mu.Lock()
+	ts := make([]*target, 0, len(c.targets))
+	for _, t := range c.targets {
+		ts = append(ts, t)
 	}
-	d, _ := c.counters.LoadOrStore(addr, &dialCounter{})
-	return d.(*dialCounter)
+	c.mu.Unlock()
+	for _, t := range ts {
+		t.close()
+	}
 }

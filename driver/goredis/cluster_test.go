@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,4 +246,41 @@ func TestCluster_SlotMoving_FailsCleanlyThenFollows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, to.Addr(), rep.Server)
 	assert.Equal(t, "1", keysIn(to))
+}
+
+// Concurrent calls to one shard master share one connection of its node
+// client, and each shard master has its own.
+func TestCluster_ConcurrentCallsToAShard_ShareOneConnection(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	srv := cl.Nodes()
+	m, _ := wrapCluster(t, srv, redis.ClusterOptions{ContextTimeoutEnabled: true})
+	one := driver.NewScript("one", `return 1`)
+	clientID := func(key string) (string, int64) {
+		rep, err := m.Eval(ctx5s(t), driver.Call{Script: one, Keys: []string{key},
+			Check: func(string) *driver.Check {
+				return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}, Always: true}
+			}})
+		require.NoError(t, err)
+		require.Len(t, rep.Answers, 1)
+		id, _ := rep.Answers[0].(int64)
+		return rep.Server, id
+	}
+	perShard := map[string]int64{}
+	for _, s := range srv {
+		key, _ := keyOn(t, cl, s)
+		var mu sync.Mutex
+		ids := map[int64]bool{}
+		concurrently(16, func(int) {
+			server, id := clientID(key)
+			assert.Equal(t, s.Addr(), server)
+			mu.Lock()
+			ids[id] = true
+			mu.Unlock()
+		})
+		require.Len(t, ids, 1, "the calls to %s went on one connection", s.Addr())
+		for id := range ids {
+			perShard[s.Addr()] = id
+		}
+	}
+	assert.Len(t, perShard, len(srv))
 }

@@ -1,19 +1,18 @@
 // Package goredis lets the lock use go-redis v9 clients that an application
-// already has: New wraps a *redis.Client (one master, or a Sentinel failover
-// client) or a *redis.ClusterClient as a driver.Master, and redlock.New takes
-// one per master:
+// already has. NewClient builds a lock client over them, one master per
+// client; New wraps one *redis.Client (one master, or a Sentinel failover
+// client, which needs WithName) or *redis.ClusterClient as a
+// driver.Master, for redlock.New:
 //
 //	import (
 //		"github.com/redis/go-redis/v9"
 //
-//		"github.com/quorumlock/quorumlock/driver"
 //		"github.com/quorumlock/quorumlock/driver/goredis"
-//		"github.com/quorumlock/quorumlock/redlock"
 //	)
 //
-//	m, err := goredis.New(redis.NewClient(&redis.Options{Addr: "10.0.0.7:6379"}))
+//	c, err := goredis.NewClient([]redis.UniversalClient{rdb1, rdb2, rdb3})
 //	...
-//	c, err := redlock.New([]driver.Master{m1, m2, m3})
+//	defer c.Close() // closes what the lock holds; rdb1..3 stay open
 //
 // It is a module of its own, github.com/quorumlock/quorumlock/driver/goredis
 // (go get it beside the library), so that users of the default driver
@@ -29,59 +28,65 @@
 // same one, and a cluster has only database 0. Its timeouts and retries
 // bound each call together with the lock's node timeout: see Deadlines.
 //
-// New adds a hook to the client that counts the connections it opens, and
-// for a cluster client one to each node client, through OnNewNode; hooks
-// cannot be removed, so they stay after Close, counting on. Close leaves
-// the client open, unless WithCloseClient was given.
+// Close leaves the client open, unless WithCloseClient was given.
 //
-// Each call holds one connection of the client's pool for its whole length
-// (Client.Conn), so the client's retries (MaxRetries) never move a command
-// to another connection. Before its first call through Client.Conn, the
-// adapter sends one PING through the client itself: a RESP3 client writes
-// its options while its first connections come up, and a Conn setting up a
-// connection at the same moment would race with that inside go-redis.
-// Setting up a connection costs go-redis a few round trips (HELLO, the
-// maintenance-notifications handshake, CLIENT SETINFO); a lock client can
-// spare the last two with MaintNotificationsConfig's Mode set to disabled
-// and DisableIdentity.
+// # Calls share a connection
+//
+// A go-redis client sends a command on a connection of its pool and waits
+// for the reply before the connection serves another. The adapter instead
+// holds one connection of each master's (Client.Conn: one connection of
+// the client's pool, for as long as the adapter keeps it), and calls
+// coalesce: those made while the connection's batch is out go together in
+// its next batch, one pipelined round trip.
+// Replies are read in order and matched to their calls by their place in
+// the batch. A script the server has not cached (NOSCRIPT) is sent by its
+// source next, on the same connection. The client's retries (MaxRetries)
+// never move a batch to another connection: a Conn whose connection
+// failed refuses every later command. Close gives the connections back to
+// the client's pool.
+//
+// Before its first connection, the adapter sends one PING through the
+// client itself: a RESP3 client writes its options while its first
+// connections come up, and a Conn setting up a connection at the same
+// moment would race with that inside go-redis. Setting up a connection
+// costs go-redis a few round trips (HELLO, the maintenance-notifications
+// handshake, CLIENT SETINFO); a lock client can spare the last two with
+// MaintNotificationsConfig's Mode set to disabled and DisableIdentity.
 //
 // # How the restart guard sees a new server
 //
 // The guard reads a master's health (run_id, uptime, role, persistence,
 // eviction policy) on each connection that may lead to another server
 // process than the last answers came from, ahead of the script, in the
-// same round trip. A redigo pool counts its dials and reads the count
-// once a call has its connection. go-redis hands out a connection inside
-// the command, so the adapter counts dials with a dial hook and reads the
-// count before a call and again after it. When the count is unchanged,
-// the call's connection was opened before the call began, and the questions
-// went or not as the guard asked. When it moved and the questions did not
-// go, the call's connection may be new; the adapter then asks them after
-// the script, on the same connection (Client.Conn keeps one connection for
-// the whole call), and returns the answers with the script's reply. The
-// vote is therefore never counted before the guard has read the server
-// that cast it. This costs one more round trip, only when some connection
-// to that server was opened during the call.
+// same round trip. The adapter knows its connections: until a
+// connection's first batch has come back, the connection may not even be
+// open, and every call on it carries the questions; after that, the
+// adapter's count of connections seen open (Reply.Dials) tells the guard
+// whether it has read the server since. A connection is one server process
+// for its whole life, so answers read on any connection open at the time
+// describe the server behind all of them.
 //
 // # Deadlines
 //
-// Each call runs on a goroutine of its own and returns by its ctx's
-// deadline, even if the master is stopped. go-redis is given a ctx that is
-// cancelled with the caller's, so that nothing waits for a connection once
-// the caller has left, but whose deadline is one second later: a client with
+// Each call returns by its ctx's deadline, even if its batch is still out,
+// as on a stopped master. The batch itself is bounded by the latest
+// deadline of its calls plus one second (a client with
 // ContextTimeoutEnabled bounds its reads and writes by that, any other by
-// its ReadTimeout and WriteTimeout (5 s by default). A reply that comes
-// after the caller has returned is still read, and its connection goes back
-// to the pool clean, instead of being dropped with its setup (HELLO, AUTH,
-// CLIENT SETINFO) that every later call would have to pay for again: under
-// load, with node timeouts of tens of milliseconds, that is the difference
-// between a slow master and one that never answers in time. A later call
-// never reads an earlier call's reply. Close waits for such goroutines.
+// its ReadTimeout and WriteTimeout, 5 s by default), so that a reply that
+// comes somewhat late is still read and the connection kept, with its
+// setup (HELLO, AUTH, CLIENT SETINFO). When a call reaches its deadline
+// and nothing came back on its connection while it waited, the master may
+// be hung: the connection takes no new call until its batch comes back,
+// and one whose batch fails, timing out included, is dropped. Meanwhile
+// calls go on a new connection; of those, one at a time is opened, so a
+// master that hangs sees no storm of connections. Close waits for batches
+// still out.
 //
 // # Clusters
 //
 // A call to a cluster client goes to the master of its first key's slot, as
-// the client knows the cluster; the guard's questions go to that master on
+// the client knows the cluster, on connections of that node's client,
+// batched as for one master; the guard's questions go to that master on
 // the same connection, and the call tells the guard the master's address
 // (driver.Call.Check, driver.Reply.Server). A MOVED or ASK reply (a slot
 // moving during resharding) ran nothing: the call fails with ErrRedirected,

@@ -3,132 +3,100 @@ package goredis
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/quorumlock/driver"
 )
 
-// Eval runs a script on the master, or on the master of the slot of the
-// call's first key in a cluster: see driver.Master. A connection found dead
-// is replaced, up to twice, within ctx.
-func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+// Start runs a script on the master and hands its reply to done (see
+// driver.Master): the call is queued on a connection of the master and
+// goes out with the next batch on it; done runs on the goroutine that reads
+// the batch's replies, or at ctx's deadline if that comes first. A ctx
+// cancelled before its deadline does not cut the call short: its reply,
+// which the lock can use, is seldom more than a round trip away.
+func (m *Master) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	if call.Script == nil {
-		return driver.Reply{}, invalid("the call has no script")
+		done.Returned(driver.Reply{}, invalid("the call has no script"))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		done.Returned(driver.Reply{}, err)
+		return
 	}
 	if err := m.enter(); err != nil {
-		return driver.Reply{}, err
+		done.Returned(driver.Reply{}, err)
+		return
 	}
-	defer m.inflight.Done()
-	var (
-		rep driver.Reply
-		err error
-	)
-	for try := 0; try < 3; try++ {
-		rep, err = within(m, ctx, func(ctx context.Context) (driver.Reply, error) {
-			t, err := m.route(ctx, call.Keys)
-			if err != nil {
-				return driver.Reply{}, err
-			}
-			rep, err := t.eval(ctx, call, m.cluster != nil)
-			if errors.Is(err, ErrRedirected) {
-				m.cluster.client.ReloadState(ctx) // in the background
-			}
-			return rep, err
-		}, nil)
-		retry := err != nil && stale(err) && ctx.Err() == nil
-		rep.Lost = try > 0 || retry
-		if !retry {
-			break
-		}
+	r := &request{m: m, ctx: ctx, call: call, done: done, stop: func() bool { return true }}
+	if dl, ok := ctx.Deadline(); ok {
+		r.stop = time.AfterFunc(time.Until(dl), r.expire).Stop
 	}
-	return rep, err
+	m.dispatch(r)
 }
 
-// eval runs the call on one connection of the target's client: the check's
-// questions ahead of the script when they are due, the script by its digest,
-// and by its source if the server lacks it.
-//
-// A go-redis client does not say whether the connection it hands out is
-// one it opened just then. So the dial count is read before the call (to
-// decide whether the questions are due, and to report) and again after. If
-// it moved and the questions did not go, the connection may be new, and the
-// server behind it one the guard has never seen: the questions are then
-// asked after the script, on the same connection, before the reply is
-// returned. A connection is one server process for its whole life, so the
-// answers describe the server that ran the script, as they would ahead of
-// it. The script's hint then named what the guard knew before; the script
-// checks it against the master's own stamp and reads INFO itself when they
-// differ.
-func (t *target) eval(ctx context.Context, call driver.Call, cluster bool) (driver.Reply, error) {
-	if err := t.ready.wait(ctx, t.client); err != nil {
-		return driver.Reply{Server: t.server}, serverError(err, cluster)
+// Eval runs a script on the master, or on the master of the slot of the
+// call's first key in a cluster, and waits for its reply, as Start hands it
+// over. It returns by ctx's deadline, or its cancellation; a connection
+// found dead is replaced, up to twice, within ctx.
+func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	ch := make(chan outcome, 1) // buffered: a reply after the caller left is dropped
+	m.Start(ctx, call, outcomeTo(ch))
+	select {
+	case o := <-ch:
+		return o.rep, o.err
+	case <-ctx.Done():
 	}
-	conn := t.client.Conn()
-	defer conn.Close()
-	var check *driver.Check
-	if call.Check != nil {
-		check = call.Check(t.server)
+	select {
+	case o := <-ch: // delivered as ctx ended
+		return o.rep, o.err
+	default:
+		return driver.Reply{}, ctx.Err()
 	}
-	before := t.dials.load()
-	rep := driver.Reply{Server: t.server, Dials: before}
-	asked := check.Due(before)
-	script := scriptArgs(call, check, asked)
-	var questions [][]any
-	if asked {
-		var err error
-		if questions, err = commands(check.Commands()); err != nil {
-			return rep, err
+}
+
+type outcome struct {
+	rep driver.Reply
+	err error
+}
+
+type outcomeTo chan outcome
+
+func (c outcomeTo) Returned(rep driver.Reply, err error) { c <- outcome{rep, err} }
+
+// dispatch places r on a lane of its server. A cluster's route may read
+// the slot map from the network, so it runs on a goroutine of its own,
+// which r's inflight count covers.
+func (m *Master) dispatch(r *request) {
+	if m.single != nil {
+		m.single.place(r)
+		return
+	}
+	go func() {
+		t, err := m.cluster.route(r.ctx, r.call.Keys)
+		if err != nil {
+			r.finish(driver.Reply{}, serverError(err, true))
+			return
 		}
-	}
-	cmds, err := pipeline(ctx, conn, append(questions, script))
-	if err != nil {
-		return rep, serverError(err, cluster)
-	}
-	if asked {
-		if rep.Answers, err = answers(cmds[:len(questions)]); err != nil {
-			return rep, err
-		}
-	}
-	v, err := cmds[len(questions)].Result()
-	if isNoScript(err) {
-		// The server lost its script cache: send the source instead.
-		script[0], script[1] = "EVAL", call.Script.Src
-		var again []*redis.Cmd
-		if again, err = pipeline(ctx, conn, [][]any{script}); err != nil {
-			return rep, serverError(err, cluster)
-		}
-		v, err = again[0].Result()
-	}
-	if err == redis.Nil {
-		v, err = nil, nil
-	}
-	if err != nil {
-		return rep, serverError(err, cluster)
-	}
-	if check != nil && !asked {
-		if after := t.dials.load(); after != before {
-			if rep.Answers, err = ask(ctx, conn, check.Commands()); err != nil {
-				return rep, err
-			}
-			rep.Dials = after
-		}
-	}
-	rep.Value = neutral(v)
-	return rep, nil
+		t.place(r)
+	}()
 }
 
 // scriptArgs returns EVALSHA with its arguments: digest, key count, keys,
-// arguments.
+// arguments. The strings are passed by pointer into one slice, which
+// go-redis writes as it writes strings: boxing each would cost an
+// allocation per argument.
 func scriptArgs(call driver.Call, check *driver.Check, asked bool) []any {
 	argv := call.Argv(check, asked)
-	out := make([]any, 0, 3+len(call.Keys)+len(argv))
-	out = append(out, "EVALSHA", call.Script.SHA, len(call.Keys))
-	for _, k := range call.Keys {
-		out = append(out, k)
-	}
-	for _, a := range argv {
-		out = append(out, a)
+	strs := make([]string, 0, 1+len(call.Keys)+len(argv))
+	strs = append(strs, call.Script.SHA)
+	strs = append(strs, call.Keys...)
+	strs = append(strs, argv...)
+	out := make([]any, 3+len(call.Keys)+len(argv))
+	out[0], out[1], out[2] = "EVALSHA", &strs[0], len(call.Keys)
+	for i := range strs[1:] {
+		out[3+i] = &strs[1+i]
 	}
 	return out
 }
@@ -187,25 +155,4 @@ func answers(cmds []*redis.Cmd) ([]any, error) {
 		}
 	}
 	return out, nil
-}
-
-// ask sends the questions on conn in one round trip and returns the answers.
-func ask(ctx context.Context, conn *redis.Conn, questions [][]string) ([]any, error) {
-	qs, err := commands(questions)
-	if err != nil {
-		return nil, err
-	}
-	cmds, err := pipeline(ctx, conn, qs)
-	if err != nil {
-		return nil, serverError(err, false)
-	}
-	return answers(cmds)
-}
-
-// route returns the server a call with these keys goes to.
-func (m *Master) route(ctx context.Context, keys []string) (*target, error) {
-	if m.single != nil {
-		return m.single, nil
-	}
-	return m.cluster.route(ctx, keys)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,6 +40,24 @@ func ExampleNew() {
 	defer c.Close()
 	fmt.Println(c.Nodes(), masters[0].Addr())
 	// Output: 3 10.0.0.7:6379
+}
+
+// A lock client over the application's go-redis clients, one master each,
+// in one line. Its Close closes what the lock holds, not the clients.
+func ExampleNewClient() {
+	var clients []redis.UniversalClient
+	for _, addr := range []string{"10.0.0.7:6379", "10.0.0.8:6379", "10.0.0.9:6379"} {
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		defer client.Close() // the application's to close
+		clients = append(clients, client)
+	}
+	c, err := goredis.NewClient(clients, redlock.WithNodeTimeout(100*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Println(c.Nodes())
+	// Output: 3
 }
 
 // A Redis Cluster as one master of the lock: each call goes to the master

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -38,14 +39,6 @@ type Master struct {
 	inflight sync.WaitGroup // calls, and those left to finish past their deadline
 }
 
-// target is the server a call goes to, and how to reach it.
-type target struct {
-	client *redis.Client
-	server string // "" for a standalone master, the node's address in a cluster
-	dials  *dialCounter
-	ready  *readiness
-}
-
 // New returns the master that client reaches. The client is used as given,
 // with its own address, TLS, ACL user and password, database, pool and
 // timeouts: see the package documentation for what they mean for the lock.
@@ -56,9 +49,8 @@ type target struct {
 // whose keys move between shards when one is down) is an error matching
 // redlock.ErrInvalid.
 //
-// New adds a hook to the client (for a cluster, to each of its node clients)
-// that counts the connections it opens; see the package documentation. The
-// hook stays on the client after Close.
+// New opens nothing: the master's connections are taken from the client's
+// pool as calls come (see the package documentation).
 func New(client redis.UniversalClient, opts ...Option) (*Master, error) {
 	var c config
 	for i, o := range opts {
@@ -70,37 +62,78 @@ func New(client redis.UniversalClient, opts ...Option) (*Master, error) {
 	if c.named && c.name == "" {
 		return nil, invalid("WithName: the name is empty")
 	}
+	m, err := newMaster(client, c)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	return m, nil
+}
+
+// newMaster is New after the options; its error says what is wrong with
+// client, for the caller to wrap in redlock.ErrInvalid.
+func newMaster(client redis.UniversalClient, c config) (*Master, error) {
 	m := &Master{client: client, closeClient: c.closeClient, name: c.name}
 	switch cl := client.(type) {
 	case *redis.Client:
 		if cl == nil {
-			return nil, invalid("the client is nil")
+			return nil, errors.New("the client is nil")
 		}
 		opt := cl.Options()
 		if !c.named {
 			if opt.Addr == failoverAddr {
-				return nil, invalid("a Sentinel failover client has no address of its own: name it with WithName, the Sentinel master's name for instance")
+				return nil, errors.New("a Sentinel failover client has no address of its own: name it with WithName, the Sentinel master's name for instance")
 			}
 			m.name = opt.Addr
 		}
-		d := &dialCounter{}
-		cl.AddHook(d)
-		m.single = &target{client: cl, dials: d, ready: newReadiness(opt.Protocol)}
+		m.single = newTarget(m, cl, "", false, new(atomic.Uint64))
 	case *redis.ClusterClient:
 		if cl == nil {
-			return nil, invalid("the client is nil")
+			return nil, errors.New("the client is nil")
 		}
 		opt := cl.Options()
 		if !c.named {
 			m.name = "cluster(" + strings.Join(opt.Addrs, ",") + ")"
 		}
-		m.cluster = newCluster(cl)
+		m.cluster = newCluster(m, cl)
 	case nil:
-		return nil, invalid("the client is nil")
+		return nil, errors.New("the client is nil")
 	default:
-		return nil, invalid("a %T is not supported: give a *redis.Client (one master, or a Sentinel failover client) or a *redis.ClusterClient", client)
+		return nil, fmt.Errorf("a %T is not supported: give a *redis.Client (one master, or a Sentinel failover client) or a *redis.ClusterClient", client)
 	}
 	return m, nil
+}
+
+// NewClient returns a lock client over one master per go-redis client, as
+// New makes them with no options: each client's own address names its
+// master, and a *redis.ClusterClient is one master. A Sentinel failover
+// client has no address: build its master with New and WithName, and give
+// the masters to redlock.New.
+//
+// Closing the lock client closes the masters, not the go-redis clients,
+// which stay the application's. A bad client (see New) or a bad option
+// (see redlock.New) is an error matching redlock.ErrInvalid; the masters
+// already built are then closed.
+func NewClient(clients []redis.UniversalClient, opts ...redlock.Option) (*redlock.Client, error) {
+	masters := make([]driver.Master, 0, len(clients))
+	closeAll := func() {
+		for _, m := range masters {
+			m.Close()
+		}
+	}
+	for i, client := range clients {
+		m, err := newMaster(client, config{})
+		if err != nil {
+			closeAll()
+			return nil, invalid("client %d: %v", i, err)
+		}
+		masters = append(masters, m)
+	}
+	c, err := redlock.New(masters, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return c, nil
 }
 
 func invalid(format string, args ...any) error {
@@ -117,9 +150,10 @@ func (m *Master) Addr() string { return m.name }
 // client of one server they are announced with PUBLISH.
 func (m *Master) Sharded() bool { return m.cluster != nil }
 
-// Close waits for calls in flight, those left to finish past their deadline
-// included (see Deadlines in the package documentation), and
-// then closes the client if WithCloseClient was given. It leaves the
+// Close waits for calls in flight, and for batches left to finish past
+// their callers' deadlines (see Deadlines in the package documentation),
+// gives the master's connections back to the client's pool, and then
+// closes the client if WithCloseClient was given. It leaves the
 // client open otherwise. Subscriptions stay open until closed. Calls made
 // after Close return ErrClosed. Close is idempotent.
 func (m *Master) Close() error {
@@ -131,6 +165,11 @@ func (m *Master) Close() error {
 	m.closed = true
 	m.mu.Unlock()
 	m.inflight.Wait()
+	if m.single != nil {
+		m.single.close()
+	} else {
+		m.cluster.close()
+	}
 	if m.closeClient {
 		return m.client.Close()
 	}

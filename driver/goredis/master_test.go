@@ -106,3 +106,57 @@ func TestClose_ClosesTheClientOnlyWhenTold(t *testing.T) {
 		})
 	}
 }
+
+// A lock client over go-redis clients in one line: it takes and releases
+// locks, and its Close gives the masters' connections back to the clients,
+// which stay open for the application.
+func TestNewClient_LocksAndLeavesTheClientsOpen(t *testing.T) {
+	srv := redistest.Start(t, 3, redistest.Ephemeral)
+	clients := make([]redis.UniversalClient, len(srv))
+	for i, s := range srv {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	lc, err := goredis.NewClient(clients, redlock.WithRestartGuard(0)) // the masters started just now
+	require.NoError(t, err)
+	assert.Equal(t, 3, lc.Nodes())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := lc.TryLock(ctx, "newclient", 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, lc.Close())
+
+	for i, c := range clients {
+		require.NoError(t, c.Ping(ctx).Err(), "client %d", i)
+		st := c.PoolStats()
+		assert.Equal(t, st.TotalConns, st.IdleConns, "client %d: the lock's connections came back to the pool", i)
+	}
+}
+
+func TestNewClient_BadInput_IsInvalid(t *testing.T) {
+	standalone := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer standalone.Close()
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	defer failover.Close()
+	for _, tc := range []struct {
+		name    string
+		clients []redis.UniversalClient
+		opts    []redlock.Option
+		says    string
+	}{
+		{"no clients", nil, nil, "no nodes"},
+		{"nil client", []redis.UniversalClient{standalone, nil}, nil, "client 1: the client is nil"},
+		{"unnamed failover client", []redis.UniversalClient{failover}, nil, "client 0: a Sentinel failover client"},
+		{"same client twice", []redis.UniversalClient{standalone, standalone}, nil, "listed once"},
+		{"nil option", []redis.UniversalClient{standalone}, []redlock.Option{nil}, "option 0 is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := goredis.NewClient(tc.clients, tc.opts...)
+			assert.ErrorIs(t, err, redlock.ErrInvalid)
+			assert.ErrorContains(t, err, tc.says)
+			assert.Nil(t, c)
+		})
+	}
+}

@@ -10,8 +10,8 @@ import (
 // reply that comes late is still read and its connection kept.
 const grace = time.Second
 
-// within runs do on a goroutine of its own and returns by ctx's deadline or
-// cancellation, whatever the client does.
+// within runs do (a subscription's set-up) on a goroutine of its own and
+// returns by ctx's deadline or cancellation, whatever the client does.
 //
 // go-redis bounds a command's reads and writes by the ctx's deadline only
 // when the client was built with ContextTimeoutEnabled; otherwise by its
