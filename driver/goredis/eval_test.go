@@ -44,7 +44,7 @@ func TestEval_NewConnection_IsAskedAheadOfTheScript(t *testing.T) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
-				rep, err := m.Eval(ctx, driver.Call{Script: s, Keys: []string{"k"},
+				rep, err := driver.Eval(ctx, m, driver.Call{Script: s, Keys: []string{"k"},
 					Check: func(string) *driver.Check {
 						return &driver.Check{Questions: questions, Seen: seen, Hint: "known"}
 					}})
@@ -93,7 +93,7 @@ func TestEval_StoppedMaster_KeepsTheDeadline(t *testing.T) {
 				m := wrap(t, srv[0].Addr(), mode.opt)
 				if pooled {
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+					_, err := driver.Eval(ctx, m, driver.Call{Script: one, Keys: []string{"k"}})
 					cancel()
 					require.NoError(t, err)
 				}
@@ -109,7 +109,7 @@ func TestEval_StoppedMaster_KeepsTheDeadline(t *testing.T) {
 					do   func(context.Context) error
 				}{
 					{"eval", func(ctx context.Context) error {
-						_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+						_, err := driver.Eval(ctx, m, driver.Call{Script: one, Keys: []string{"k"}})
 						return err
 					}},
 					{"subscribe", func(ctx context.Context) error {
@@ -133,7 +133,7 @@ func TestEval_StoppedMaster_KeepsTheDeadline(t *testing.T) {
 				echo := driver.NewScript("echo", `return ARGV[1]`)
 				for i, v := range []string{"a", "b", "c"} {
 					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-					rep, err := m.Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{v}})
+					rep, err := driver.Eval(ctx, m, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{v}})
 					cancel()
 					require.NoError(t, err, "call %d", i)
 					assert.Equal(t, v, rep.Value, "call %d got its own reply", i)
@@ -163,7 +163,7 @@ func TestEval_Errors(t *testing.T) {
 			m := wrap(t, srv[0].Addr(), tc.opt)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			_, err := m.Eval(ctx, tc.call)
+			_, err := driver.Eval(ctx, m, tc.call)
 			require.Error(t, err)
 			var de driver.Error
 			if tc.code != "" {
@@ -193,7 +193,7 @@ func TestEval_ConnectionSetupRefused_FailsTheCall(t *testing.T) {
 			one := driver.NewScript("one", `return 1`)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			rep, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+			rep, err := driver.Eval(ctx, m, driver.Call{Script: one, Keys: []string{"k"}})
 			require.NoError(t, err)
 			require.Equal(t, int64(1), rep.Value)
 
@@ -201,7 +201,7 @@ func TestEval_ConnectionSetupRefused_FailsTheCall(t *testing.T) {
 			require.NoError(t, err)
 			_, err = srv[0].Do("CLIENT", "KILL", "USER", "locker")
 			require.NoError(t, err)
-			rep, err = m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+			rep, err = driver.Eval(ctx, m, driver.Call{Script: one, Keys: []string{"k"}})
 			var de driver.Error
 			require.True(t, errors.As(err, &de), "got %#v, %v", rep.Value, err)
 			assert.Equal(t, "WRONGPASS", de.Code())
@@ -223,7 +223,7 @@ func TestEval_FirstConnectionsAtOnce(t *testing.T) {
 				errs := make(chan error, 9)
 				for range 8 {
 					go func() {
-						_, err := m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
+						_, err := driver.Eval(ctx, m, driver.Call{Script: one, Keys: []string{"k"}})
 						errs <- err
 					}()
 				}
@@ -292,7 +292,7 @@ func TestEval_ScriptSourceAfterTheQuestions(t *testing.T) {
 		_, err := srv[0].Do("SCRIPT", "FLUSH")
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		rep, err := m.Eval(ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)},
+		rep, err := driver.Eval(ctx, m, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(i)},
 			Check: func(string) *driver.Check {
 				return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}, Always: true}
 			}})

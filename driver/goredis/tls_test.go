@@ -41,7 +41,7 @@ func TestTLS_TheClientsConfigurationIsUsed(t *testing.T) {
 			m := wrap(t, addr, redis.Options{TLSConfig: tc.cfg, ContextTimeoutEnabled: true})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, err := m.Eval(ctx, driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{"k"}})
+			_, err := driver.Eval(ctx, m, driver.Call{Script: driver.NewScript("one", `return 1`), Keys: []string{"k"}})
 			if !tc.ok {
 				var verr *tls.CertificateVerificationError
 				var unknown x509.UnknownAuthorityError
