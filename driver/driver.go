@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"strings"
 )
 
@@ -211,6 +212,11 @@ type Reply struct {
 	// Lost reports that a connection was found dead and replaced.
 	Lost bool
 }
+
+// ErrInvalid marks bad input, to the lock or to a driver: a nil client, an
+// option out of range, a call without a script. It is redlock.ErrInvalid,
+// so that a driver marks its own refusals without importing the lock.
+var ErrInvalid = errors.New("redlock: invalid argument")
 
 // Error is an error reply of the master, such as "NOPERM ..." or
 // "READONLY ...".

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 var (
@@ -28,8 +30,9 @@ var (
 	ErrClosed = errors.New("redlock: client closed")
 
 	// ErrInvalid marks bad input: an empty key, a TTL too short for the
-	// drift reserve, an out-of-range option. The error's text names the value.
-	ErrInvalid = errors.New("redlock: invalid argument")
+	// drift reserve, an out-of-range option. The error's text names the
+	// value. It is driver.ErrInvalid, which the drivers' refusals match too.
+	ErrInvalid = driver.ErrInvalid
 )
 
 // ErrQuarantined comes inside ErrNotObtained when masters that granted the

@@ -137,7 +137,7 @@ func NewClient(clients []redis.UniversalClient, opts ...redlock.Option) (*redloc
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: goredis: %s", redlock.ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: goredis: %s", driver.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // Addr returns the master's name: the client's address, the cluster's seed

@@ -18,7 +18,7 @@ import (
 func NewClient(clients []rueidis.Client, opts ...redlock.Option) (*redlock.Client, error) {
 	for i, c := range clients {
 		if c == nil {
-			return nil, fmt.Errorf("%w: client %d is nil", ErrInvalid, i)
+			return nil, fmt.Errorf("%w: rueidisdriver: client %d is nil", ErrInvalid, i)
 		}
 	}
 	masters := make([]driver.Master, 0, len(clients))

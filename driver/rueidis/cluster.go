@@ -133,12 +133,12 @@ func parseSlots(msg *rueidis.RedisMessage, from string) ([]slotRange, error) {
 // keysSlot returns the slot all keys share, or an ErrInvalid error.
 func keysSlot(keys []string) (uint16, error) {
 	if len(keys) == 0 {
-		return 0, fmt.Errorf("%w: a call to a cluster needs a key", ErrInvalid)
+		return 0, fmt.Errorf("%w: rueidisdriver: a call to a cluster needs a key", ErrInvalid)
 	}
 	slot := slotOf(keys[0])
 	for _, k := range keys[1:] {
 		if s := slotOf(k); s != slot {
-			return 0, fmt.Errorf("%w: keys %q and %q are in slots %d and %d; a cluster needs them in one", ErrInvalid, keys[0], k, slot, s)
+			return 0, fmt.Errorf("%w: rueidisdriver: keys %q and %q are in slots %d and %d; a cluster needs them in one", ErrInvalid, keys[0], k, slot, s)
 		}
 	}
 	return slot, nil

@@ -26,7 +26,7 @@ import (
 // bounds each try.
 func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
 	if call.Script == nil {
-		return driver.Reply{}, fmt.Errorf("%w: call without a script", ErrInvalid)
+		return driver.Reply{}, fmt.Errorf("%w: rueidisdriver: call without a script", ErrInvalid)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

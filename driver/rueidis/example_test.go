@@ -101,7 +101,7 @@ func ExampleNew_errors() {
 	_, err = rueidisdriver.NewClient([]rueidis.Client{nil})
 	fmt.Println(err)
 	// Output:
-	// rueidisdriver: invalid argument: nil client
-	// rueidisdriver: invalid argument: nil client; timeout -1s is not positive; empty name
-	// rueidisdriver: invalid argument: client 0 is nil
+	// redlock: invalid argument: rueidisdriver: nil client
+	// redlock: invalid argument: rueidisdriver: nil client; timeout -1s is not positive; empty name
+	// redlock: invalid argument: rueidisdriver: client 0 is nil
 }

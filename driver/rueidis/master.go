@@ -1,7 +1,6 @@
 package rueidisdriver
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,8 +12,8 @@ import (
 )
 
 // ErrInvalid is returned for bad arguments: a nil client, a bad option, a
-// call without a script.
-var ErrInvalid = errors.New("rueidisdriver: invalid argument")
+// call without a script. It is driver.ErrInvalid, as redlock.ErrInvalid is.
+var ErrInvalid = driver.ErrInvalid
 
 // DefaultTimeout bounds a call whose ctx has no deadline. The lock always
 // gives one, its per-node timeout, which is usually far shorter.
@@ -93,7 +92,7 @@ func New(client rueidis.Client, opts ...Option) (*Master, error) {
 		bad = append(bad, "empty name")
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(bad, "; "))
+		return nil, fmt.Errorf("%w: rueidisdriver: %s", ErrInvalid, strings.Join(bad, "; "))
 	}
 	if c.name == "" {
 		c.name = nodeAddrs(client)
