@@ -11,7 +11,6 @@ require (
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
-	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/hashicorp/errwrap v1.0.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
