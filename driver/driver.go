@@ -18,7 +18,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 )
 
 // Master is one Redis master as the lock uses it. Its methods are safe for
@@ -217,6 +220,24 @@ type Reply struct {
 // option out of range, a call without a script. It is redlock.ErrInvalid,
 // so that a driver marks its own refusals without importing the lock.
 var ErrInvalid = errors.New("redlock: invalid argument")
+
+// Stale reports the errors of a connection that died under a call or
+// before it, as after a master restart, whatever the client library: a
+// fresh connection may well succeed. A master's reply (an Error) and a
+// timeout are not stale. A driver adds what its library alone returns.
+func Stale(err error) bool {
+	var de Error
+	if errors.As(err, &de) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
 
 // Error is an error reply of the master, such as "NOPERM ..." or
 // "READONLY ...".

@@ -1,6 +1,13 @@
 package driver
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,5 +30,29 @@ func TestCheck_Commands(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.check.Commands())
 		})
+	}
+}
+
+// A connection that died is stale, whatever wraps its error; a master's
+// reply, a timeout and anything else are not.
+func TestStale(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{io.EOF, true},
+		{fmt.Errorf("reading the reply: %w", io.ErrUnexpectedEOF), true},
+		{reset, true},
+		{&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, true},
+		{net.ErrClosed, true},
+		{Error("NOSCRIPT No matching script"), false},
+		{timeout, false},
+		{context.DeadlineExceeded, false},
+		{errors.New("something else"), false},
+		{nil, false},
+	} {
+		assert.Equal(t, tc.want, Stale(tc.err), "%v", tc.err)
 	}
 }

@@ -3,13 +3,10 @@ package goredis
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -106,17 +103,9 @@ func isNoScript(err error) bool {
 }
 
 // stale reports errors of a connection that died while it sat in the pool,
-// as after a master restart: a fresh connection may well succeed.
+// as after a master restart: a fresh connection may well succeed. A reply
+// of the master's is not stale.
 func stale(err error) bool {
 	var re redis.Error
-	if errors.As(err, &re) {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed)
+	return !errors.As(err, &re) && driver.Stale(err)
 }

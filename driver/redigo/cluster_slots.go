@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
@@ -97,7 +96,7 @@ func (c *Cluster) readSlots(ctx context.Context, addr string) (*slotMap, error) 
 	var v any
 	for try := 0; try < 2; try++ { // a connection may have died since its last call
 		v, err = n.pl.Do(ctx, "CLUSTER", "SLOTS")
-		if err == nil || !pipeline.Stale(err) {
+		if err == nil || !driver.Stale(err) {
 			break
 		}
 	}

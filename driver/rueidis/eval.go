@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"syscall"
 
 	"github.com/redis/rueidis"
 
@@ -182,18 +179,11 @@ func isNoScript(err error) bool {
 // (rueidis' pipe.syncDoMulti), and the call never went out.
 func stale(err error) bool {
 	var de driver.Error
-	if errors.As(err, &de) {
+	switch {
+	case errors.As(err, &de):
 		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	case errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, rueidis.ErrClosing) ||
-		errors.Is(err, rueidis.ErrDedicatedClientRecycled)
+	return driver.Stale(err) || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDedicatedClientRecycled)
 }

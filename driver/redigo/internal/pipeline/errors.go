@@ -2,30 +2,10 @@ package pipeline
 
 import (
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/quorumlock/quorumlock/driver"
 )
-
-// Stale reports errors of a connection that died under a call or before
-// it, as after a master restart: a fresh connection may well succeed. A
-// master's reply and a timeout are not stale.
-func Stale(err error) bool {
-	var de driver.Error
-	if errors.As(err, &de) {
-		return false
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed)
-}
 
 // unauthenticated turns the protocol error with which Redis answers a
 // pipeline on a connection that has not authenticated into the NOAUTH it

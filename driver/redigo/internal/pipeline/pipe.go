@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 // pipe is one connection to the master that many callers share: their
@@ -525,5 +527,5 @@ type notifier interface {
 func (p *pipe) lost() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.err != nil && Stale(p.err)
+	return p.err != nil && driver.Stale(p.err)
 }

@@ -272,7 +272,7 @@ func (pl *Pipeline) Eval(ctx context.Context, call driver.Call) (driver.Reply, e
 		switch {
 		case err == errNotSent:
 			continue
-		case err != nil && Stale(err) && ctx.Err() == nil:
+		case err != nil && driver.Stale(err) && ctx.Err() == nil:
 			rep.Lost = true
 			continue
 		case err != nil:

@@ -91,7 +91,7 @@ func (s *started) replied() {
 	if q.err != nil {
 		err := q.err
 		c.pl.recycle(q)
-		if Stale(err) && c.ctx.Err() == nil {
+		if driver.Stale(err) && c.ctx.Err() == nil {
 			// The connection dropped under the call: Eval replaces it and
 			// sends the call again, as it does for a call of its own.
 			go c.again()
@@ -130,7 +130,7 @@ func (s started) bySource() {
 		// The connection stopped taking requests in between: the call
 		// goes again as a whole, as Eval sends it.
 		s.done.Returned(s.pl.Eval(s.ctx, s.call))
-	case err != nil && Stale(err) && s.ctx.Err() == nil:
+	case err != nil && driver.Stale(err) && s.ctx.Err() == nil:
 		s.again()
 	default:
 		s.done.Returned(s.rep, err)
