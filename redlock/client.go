@@ -19,7 +19,7 @@ import (
 // for concurrent use. Close it when done.
 type Client struct {
 	nodes   []node
-	owned   []driver.Master // the drivers, closed by Close
+	owned   []driver.Master // the drivers Close closes (see WithCloseDrivers)
 	quorum  int
 	o       options
 	scripts *scripts.Set
@@ -43,9 +43,8 @@ type Client struct {
 // default driver's (package driver/redigo: New, NewCluster, Open), or an
 // adapter of a client library. The
 // masters must be independent: not replicas of each other, and each listed
-// once. The client takes the drivers: Close closes each of them, after what
-// the client owes the masters has run. When New returns an error, the
-// drivers stay the caller's.
+// once. The drivers stay the caller's, to close after the client, unless
+// WithCloseDrivers hands them to the client's Close.
 //
 // An odd number of masters is best: 4 masters tolerate one failure, as 3 do,
 // and 6 tolerate two, as 5 do.
@@ -75,7 +74,9 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 			func() *guard { return newGuard(&c.o, c.guardWindow) })
 	}
 	c.attach(nodes)
-	c.owned = append([]driver.Master(nil), masters...)
+	if c.o.closeDrivers {
+		c.owned = append([]driver.Master(nil), masters...)
+	}
 	return c, nil
 }
 
@@ -147,7 +148,7 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 		}
 		pools = append(pools, p)
 	}
-	c, err := New(pools, opts...)
+	c, err := New(pools, append(append([]Option(nil), opts...), WithCloseDrivers())...)
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -163,7 +164,7 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 // part of each of these is bounded by the node timeout, so Close waits about
 // one node timeout per operation still in flight (a few for an attempt in
 // the middle of its rounds), never without bound. Only then are the drivers
-// closed.
+// closed, when the client was given them (WithCloseDrivers, NewFromAddrs).
 //
 // Locks still held stay on the masters until their TTL runs out: release
 // them first. Close is safe beside any call in flight, and idempotent.

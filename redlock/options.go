@@ -53,6 +53,7 @@ type options struct {
 	trustEviction, trustUnreadable bool
 	observer                       Observer // nil: no events (see WithObserver)
 	observerSet                    bool
+	closeDrivers                   bool // Close closes the drivers (see WithCloseDrivers)
 }
 
 func defaultOptions() options {
@@ -197,6 +198,13 @@ func WithNamespace(prefix string) Option {
 func WithObserver(obs Observer) Option {
 	return optionFunc(func(o *options) { o.observer = obs; o.observerSet = true })
 }
+
+// WithCloseDrivers makes the client's Close close the drivers given to New,
+// once what the client owes the masters has run, so that a lock built in
+// one call (NewFromAddrs, or an adapter's NewClient) has one Close. When
+// New returns an error, the drivers stay the caller's. Default: the
+// drivers stay the caller's, to close after the client.
+func WithCloseDrivers() Option { return optionFunc(func(o *options) { o.closeDrivers = true }) }
 
 func (o *options) validate(n int) error {
 	switch {

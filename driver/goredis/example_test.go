@@ -33,11 +33,11 @@ func ExampleNew() {
 		}
 		masters = append(masters, m)
 	}
-	c, err := redlock.New(masters)
+	c, err := redlock.New(masters, redlock.WithCloseDrivers())
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close() // closes the masters too, before the clients
 	fmt.Println(c.Nodes(), masters[0].Addr())
 	// Output: 3 10.0.0.7:6379
 }

@@ -122,7 +122,7 @@ func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
 	// The lock's view: once the master has been up for the guard's window,
 	// a lock is granted.
 	const window = time.Second
-	c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(window),
+	c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithRestartGuard(window),
 		redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })

@@ -128,7 +128,7 @@ func NewClient(clients []redis.UniversalClient, opts ...redlock.Option) (*redloc
 		}
 		masters = append(masters, m)
 	}
-	c, err := redlock.New(masters, opts...)
+	c, err := redlock.New(masters, append(append([]redlock.Option(nil), opts...), redlock.WithCloseDrivers())...)
 	if err != nil {
 		closeAll()
 		return nil, err

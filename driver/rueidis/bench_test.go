@@ -69,7 +69,7 @@ func BenchmarkTryLockRelease(b *testing.B) {
 			for i, s := range srv {
 				ds[i] = d.new(b, s.Addr())
 			}
-			c, err := redlock.New(ds, redlock.WithRestartGuard(0), redlock.WithNodeTimeout(time.Second), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			c, err := redlock.New(ds, redlock.WithCloseDrivers(), redlock.WithRestartGuard(0), redlock.WithNodeTimeout(time.Second), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,7 +30,7 @@ func NewClient(clients []rueidis.Client, opts ...redlock.Option) (*redlock.Clien
 		}
 		masters = append(masters, m)
 	}
-	lc, err := redlock.New(masters, opts...)
+	lc, err := redlock.New(masters, append(append([]redlock.Option(nil), opts...), redlock.WithCloseDrivers())...)
 	if err != nil {
 		closeAll(masters) // redlock.New leaves them ours when it fails
 		return nil, err

@@ -90,7 +90,7 @@ func TestEval_SteadyStateDialsAndAsksNothing(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
 	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
 	require.NoError(t, err)
-	c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(0), redlock.WithNodeTimeout(2*time.Second),
+	c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithRestartGuard(0), redlock.WithNodeTimeout(2*time.Second),
 		redlock.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	defer c.Close()

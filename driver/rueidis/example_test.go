@@ -77,11 +77,11 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := redlock.New([]driver.Master{m}, redlock.WithTrustUnreadable(), redlock.WithLogger(slog.New(slog.DiscardHandler)))
+	c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithTrustUnreadable(), redlock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close() // closes m
+	defer c.Close() // closes m too: WithCloseDrivers
 	ctx := context.Background()
 	l, err := c.TryLock(ctx, "report:daily", 10*time.Second)
 	if err != nil {

@@ -131,7 +131,7 @@ func TestFailover_PromotedReplica_IsReachedAskedAndQuarantined(t *testing.T) {
 	require.Equal(t, ran, answered, "the first call is asked")
 
 	const window = time.Second
-	c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(window),
+	c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithRestartGuard(window),
 		redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })

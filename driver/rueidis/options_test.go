@@ -51,7 +51,7 @@ func TestClientOptions_AreTheLocks(t *testing.T) {
 			defer client.Close()
 			m, err := rueidisdriver.New(client)
 			require.NoError(t, err)
-			c, err := redlock.New([]driver.Master{m}, redlock.WithRestartGuard(0), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithRestartGuard(0), redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 			require.NoError(t, err)
 			defer c.Close()
 			key := "opt-" + tt.name
