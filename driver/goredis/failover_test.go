@@ -2,15 +2,9 @@ package goredis_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,58 +18,6 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// startSentinel starts a Sentinel watching master under the name "locks",
-// and returns its address. The process is killed with the test.
-func startSentinel(t *testing.T, master *redistest.Server) string {
-	t.Helper()
-	bin, err := redistest.Binary()
-	require.NoError(t, err)
-	port, err := redistest.FreePort()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "sentinel.conf")
-	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `port %d
-bind 127.0.0.1
-dir %s
-logfile %s
-sentinel monitor locks 127.0.0.1 %d 1
-sentinel down-after-milliseconds locks 1000
-sentinel failover-timeout locks 5000
-`, port, dir, filepath.Join(dir, "sentinel.log"), master.Port), 0o600))
-	cmd := exec.Command(bin, conf, "--sentinel")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := redistest.DoAt(addr, "PING"); err == nil {
-			return addr
-		}
-		require.True(t, time.Now().Before(deadline), "sentinel %s did not answer within 5s", addr)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// failover asks the Sentinel at addr to fail "locks" over. A Sentinel
-// learns of the replica from the master's INFO and then asks the replica
-// itself; until it has, it answers NOGOODSLAVE, so that answer is asked
-// again, for at most 20 seconds.
-func failover(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := redistest.DoAt(addr, "SENTINEL", "FAILOVER", "locks")
-		if err == nil {
-			return
-		}
-		require.Contains(t, err.Error(), "NOGOODSLAVE")
-		require.True(t, time.Now().Before(deadline), "the sentinel found no replica to promote within 20s: %v", err)
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // Through a Sentinel failover client, the lock works as through a plain
 // one; when the replica is promoted, the client's connections lead to it,
 // the guard's questions reach it before it votes, and it does not vote for
@@ -83,7 +25,7 @@ func failover(t *testing.T, addr string) {
 func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
 	master := redistest.Start(t, 1, redistest.Ephemeral)[0]
 	replica := redistest.StartReplica(t, master)
-	sentinel := startSentinel(t, master)
+	sentinel := redistest.StartSentinel(t, master, "locks")
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: "locks", SentinelAddrs: []string{sentinel}, ContextTimeoutEnabled: true,
 	})
@@ -138,7 +80,7 @@ func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	failover(t, sentinel)
+	redistest.Failover(t, sentinel, "locks")
 	// Until the client follows, calls reach the old master (a replica
 	// soon) or fail. The first call the promoted replica runs is asked.
 	deadline := time.Now().Add(20 * time.Second)

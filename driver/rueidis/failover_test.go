@@ -2,16 +2,10 @@ package rueidisdriver_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,58 +17,6 @@ import (
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/redlock"
 )
-
-// startSentinel starts a Sentinel watching master under the name "locks",
-// and returns its address. The process is killed with the test. (The
-// go-redis adapter's tests have the same helper, in their own module.)
-func startSentinel(t *testing.T, master *redistest.Server) string {
-	t.Helper()
-	bin, err := redistest.Binary()
-	require.NoError(t, err)
-	port, err := redistest.FreePort()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "sentinel.conf")
-	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `port %d
-bind 127.0.0.1
-dir %s
-logfile %s
-sentinel monitor locks 127.0.0.1 %d 1
-sentinel down-after-milliseconds locks 1000
-sentinel failover-timeout locks 5000
-`, port, dir, filepath.Join(dir, "sentinel.log"), master.Port), 0o600))
-	cmd := exec.Command(bin, conf, "--sentinel")
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := redistest.DoAt(addr, "PING"); err == nil {
-			return addr
-		}
-		require.True(t, time.Now().Before(deadline), "sentinel %s did not answer within 5s", addr)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// failover asks the Sentinel at addr to fail "locks" over, asking again
-// while it answers NOGOODSLAVE (it has not met the replica yet), for at
-// most 20 seconds.
-func failover(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := redistest.DoAt(addr, "SENTINEL", "FAILOVER", "locks")
-		if err == nil {
-			return
-		}
-		require.Contains(t, err.Error(), "NOGOODSLAVE")
-		require.True(t, time.Now().Before(deadline), "the sentinel found no replica to promote within 20s: %v", err)
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // tcpPort returns the tcp_port in an answer to INFO server.
 func tcpPort(t *testing.T, answer any) string {
@@ -98,7 +40,7 @@ func tcpPort(t *testing.T, answer any) string {
 func TestFailover_PromotedReplica_IsReachedAskedAndQuarantined(t *testing.T) {
 	master := redistest.Start(t, 1, redistest.Ephemeral)[0]
 	replica := redistest.StartReplica(t, master)
-	sentinel := startSentinel(t, master)
+	sentinel := redistest.StartSentinel(t, master, "locks")
 	client, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{sentinel}, Sentinel: rueidis.SentinelOption{MasterSet: "locks"}, DisableCache: true,
 	})
@@ -147,7 +89,7 @@ func TestFailover_PromotedReplica_IsReachedAskedAndQuarantined(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	failover(t, sentinel)
+	redistest.Failover(t, sentinel, "locks")
 	deadline := time.Now().Add(20 * time.Second)
 	for ran != strconv.Itoa(replica.Port) {
 		require.True(t, time.Now().Before(deadline), "the driver did not follow the failover within 20s (last: %s, %v)", ran, err)
