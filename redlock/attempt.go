@@ -192,7 +192,8 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			p := &parts[i]
 			*p = acquirePart{c: c, n: n, key: req.key, window: window}
 			p.out.to = p
-			if s, ok := c.nodes[i].(starter); ok && after.repliedOn(i) && s.startAcquire(ctx, req, &p.out) {
+			if s, ok := c.nodes[i].(starter); ok && after.repliedOn(i) {
+				s.startAcquire(ctx, req, &p.out)
 				return
 			}
 			go func() {

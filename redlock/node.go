@@ -82,12 +82,11 @@ type node interface {
 
 // starter is a node that can start an acquire or a release and hand what
 // the master answered to a taker later, with no goroutine waiting for it
-// (see driver.Master.Start). The caller keeps the call's pending, its taker
-// set, until the taker is called. Each reports false, having done nothing,
-// when it cannot now; the caller then runs the operation in a goroutine.
+// (see driver.Master.Start). The caller keeps the call's pending, its
+// taker set, until the taker is called.
 type starter interface {
-	startAcquire(ctx context.Context, r request, p *pending) bool
-	startRelease(ctx context.Context, r request, p *pending) bool
+	startAcquire(ctx context.Context, r request, p *pending)
+	startRelease(ctx context.Context, r request, p *pending)
 }
 
 // taker takes what a master answered a started call: the script's reply,
@@ -101,13 +100,17 @@ type taker interface {
 // answered to its taker. Its caller keeps it, in a fan-out's parts, so
 // that a call costs no allocation of its own.
 type pending struct {
-	m    *master
-	call driver.Call
-	to   taker
+	m      *master
+	call   driver.Call
+	to     taker
+	cancel context.CancelFunc // ends the real-clock deadline start gave the driver
 }
 
 // Returned takes the driver's reply.
-func (p *pending) Returned(rep driver.Reply, err error) { p.to.take(p.m.answered(p.call, rep, err)) }
+func (p *pending) Returned(rep driver.Reply, err error) {
+	p.cancel()
+	p.to.take(p.m.answered(p.call, rep, err))
+}
 
 // master runs the lock's scripts on one master through its driver.
 type master struct {
@@ -151,8 +154,8 @@ func (m *master) acquire(ctx context.Context, r request) (scripts.Grant, error) 
 
 // startAcquire is acquire through master.start: p's taker takes the
 // reply undecoded (see decodeGrant).
-func (m *master) startAcquire(ctx context.Context, r request, p *pending) bool {
-	return m.start(ctx, m.acquireCall(r), p)
+func (m *master) startAcquire(ctx context.Context, r request, p *pending) {
+	m.start(ctx, m.acquireCall(r), p)
 }
 
 // decodeGrant is what acquire returns, from what a started acquire's taker
@@ -190,8 +193,8 @@ func (m *master) release(ctx context.Context, r request) (scripts.Released, erro
 
 // startRelease is release through master.start: p's taker takes the
 // reply undecoded (see decodeReleased).
-func (m *master) startRelease(ctx context.Context, r request, p *pending) bool {
-	return m.start(ctx, m.releaseCall(r), p)
+func (m *master) startRelease(ctx context.Context, r request, p *pending) {
+	m.start(ctx, m.releaseCall(r), p)
 }
 
 // decodeReleased is what release returns, from what a started release's
@@ -247,20 +250,15 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 }
 
 // start is eval without a goroutine of the lock's waiting: p's taker
-// takes what eval would return, from the goroutine the driver gives it. It
-// reports false, having done nothing, when the client's clock is not the
-// real one, whose deadlines the driver's are: eval converts them.
-func (m *master) start(ctx context.Context, call driver.Call, p *pending) bool {
-	if m.clock != clock.Real() {
-		return false
-	}
+// takes what eval would return, from the goroutine the driver gives it.
+func (m *master) start(ctx context.Context, call driver.Call, p *pending) {
 	if _, err := remaining(ctx, m.clock); err != nil {
 		p.to.take(nil, err)
-		return true
+		return
 	}
-	p.m, p.call = m, m.checked(call)
-	m.drv.Start(ctx, p.call, p)
-	return true
+	rctx, cancel := m.realDeadline(ctx)
+	p.m, p.call, p.cancel = m, m.checked(call), cancel
+	m.drv.Start(rctx, p.call, p)
 }
 
 // checked returns call with the restart guard's part, when the guard is on.

@@ -105,9 +105,7 @@ func (l *Lock) release(ctx context.Context) error {
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout}
 				p.out.to = p
-				if !s.startRelease(fctx, p.r, &p.out) {
-					go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
-				}
+				s.startRelease(fctx, p.r, &p.out)
 				return
 			}
 			// A request of this lock is still on its way here: the delete
@@ -121,12 +119,7 @@ func (l *Lock) release(ctx context.Context) error {
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout, cancel: cancel}
 				p.out.to = p
-				if !s.startRelease(dctx, p.r, &p.out) {
-					if cancel != nil {
-						cancel()
-					}
-					go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
-				}
+				s.startRelease(dctx, p.r, &p.out)
 			})
 		})
 	if err != nil {
