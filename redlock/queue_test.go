@@ -293,3 +293,41 @@ func TestIntegration_Queue_ExpiresWithItsLeases(t *testing.T) {
 	}
 	require.NoError(t, l.Release(ctx))
 }
+
+// Goroutines of one client that queue on the masters at once, each with
+// its first attempt, line up inside the client in whatever order they
+// join: only the first in line keeps its place on the masters, so a place
+// ahead of it there, whose goroutine waits behind it here, cannot hold up
+// the line until its lease ends.
+func TestIntegration_Queue_OneClientsGoroutinesDoNotHoldEachOtherUp(t *testing.T) {
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	holder, c := client(t, srv), client(t, srv)
+	const bursts, goroutines = 20, 8
+	var longest time.Duration
+	for range bursts {
+		l, err := holder.Lock(ctx, "shared", 5*time.Second)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := c.Lock(ctx, "shared", 5*time.Second)
+				if assert.NoError(t, err) {
+					assert.NoError(t, l.Release(ctx))
+				}
+			}()
+		}
+		require.Eventually(t, func() bool { return queued(t, srv[0], "shared") > 0 }, 5*time.Second, time.Millisecond,
+			"the burst meets the held key")
+		time.Sleep(2 * time.Millisecond)
+		released := time.Now()
+		require.NoError(t, l.Release(ctx))
+		wg.Wait()
+		longest = max(longest, time.Since(released))
+	}
+	t.Logf("longest burst after a release: %v", longest)
+	assert.Less(t, longest, DefaultQueueLease/2, "a waiter was held up by a place of its own client")
+}

@@ -101,6 +101,21 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 	}
 	w := c.hub.join(key, ttl, lo, at)
+	if at.sent.Load() && !w.first() {
+		// Another goroutine of this client joined the line first: only the
+		// first in line keeps a place on the masters, where a place ahead
+		// of the first's would hold it up. This one takes its place out,
+		// and queues again with a new one, at the same ticket, once first.
+		old := at
+		if at, err = c.newPlace(); err != nil {
+			w.leave(false)
+			c.leave(key, old, nil)
+			return nil, err
+		}
+		at.ticket = old.ticket
+		w.movePlace(at)
+		c.leave(key, old, nil)
+	}
 	var got *Lock
 	defer func() {
 		w.leave(got != nil)

@@ -97,6 +97,27 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions, at *place) *wa
 	return w
 }
 
+// first reports whether w is first in line.
+func (w *waiter) first() bool {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return len(w.q.waiters) > 0 && w.q.waiters[0] == w
+}
+
+// placeNow returns w's place in the masters' queues.
+func (w *waiter) placeNow() *place {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	return w.at
+}
+
+// movePlace gives w another place in the masters' queues.
+func (w *waiter) movePlace(at *place) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	w.at = at
+}
+
 // waiting reports whether goroutines of this client wait for key.
 func (h *hub) waiting(key string) bool {
 	h.mu.Lock()
