@@ -77,19 +77,27 @@ func answered(r round) int {
 }
 
 // leave takes a finished Lock call's place out of the masters' queues
-// where it may remain: on every master but those that granted the call
-// its lock, which took it out themselves. It runs in the background, one
-// node timeout a master, and is not retried: a place left behind ends
-// with its lease. Close waits for it.
-func (c *Client) leave(key string, p *place, granted []int) {
+// where it may remain: on every master but those that granted the lock l
+// the call got (nil for none), which took it out themselves. A master of
+// l's winning round still to answer is left once it has: only if it did
+// not grant. It runs in the background, one node timeout a master, and is
+// not retried: a place left behind ends with its lease. Close waits for
+// it.
+func (c *Client) leave(key string, p *place, l *Lock) {
 	if p == nil || !p.sent.Load() {
 		return
 	}
 	for i := range c.nodes {
-		if slices.Contains(granted, i) {
+		if l != nil && slices.Contains(l.granted, i) {
 			continue
 		}
 		c.spawn(func() {
+			if l != nil {
+				<-l.won.res.Done(i)
+				if a, _, _ := l.won.answer(i); a.err == nil && a.grant.OK {
+					return
+				}
+			}
 			ctx, cancel := c.o.clock.WithTimeout(context.Background(), c.o.nodeTimeout)
 			defer cancel()
 			if err := c.nodes[i].leave(ctx, key, p.id, c.o.queueLease); err != nil {

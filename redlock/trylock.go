@@ -96,7 +96,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		c.observeAttempt(ctx, key, obs.next(), a)
 		tell()
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
-			c.leave(key, at, a.lock.Granted())
+			c.leave(key, at, a.lock)
 			return a.lock, a.err
 		}
 	}
@@ -119,7 +119,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	var got *Lock
 	defer func() {
 		w.leave(got != nil)
-		c.leave(key, at, got.Granted())
+		c.leave(key, at, got)
 	}()
 	// The minority rule (see place): a waiter renews its place only while
 	// its last round reached a quorum of masters.
