@@ -99,10 +99,13 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 	}
 	const ttl = 10 * time.Second
 	backoff := WithRetry(ConstantBackoff(30 * time.Second))
+	// Places renew every third of the lease: a long one leaves the waiter
+	// nothing but the release announcement to wake it in time.
+	lease := WithQueueLease(time.Hour)
 
 	t.Run("the docs' user", func(t *testing.T) {
-		c, log := client(t, "app", backoff)
-		other, otherLog := client(t, "app", backoff)
+		c, log := client(t, "app", backoff, lease)
+		other, otherLog := client(t, "app", backoff, lease)
 		ctx := ctx(t)
 		for _, key := range clusterKeys(t, "job") {
 			// The clusters' masters are fresh, and in quarantine for up to
@@ -213,7 +216,7 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 				// The waiter hears the release; leaving the channel then
 				// breaks its subscription, which is said.
 				holder, _ := client(t, "app")
-				c, log := client(t, without(p), backoff)
+				c, log := client(t, without(p), backoff, lease)
 				key := clusterKeys(t, "unleft")[2]
 				l, err := holder.TryLock(ctx(t), key, ttl)
 				require.NoError(t, err)

@@ -66,7 +66,7 @@ func TestIntegration_HandOverLetsNoLateRequestLand(t *testing.T) {
 			hb := redistest.NewHoldBack(t, srv[2].Addr())
 			addrs := []string{suiteURL(srv[0].Addr()), suiteURL(srv[1].Addr()), suiteURL(hb.Addr())}
 			c, err := NewFromAddrs(addrs, suite(WithRestartGuard(0), WithLogger(quiet()),
-				WithNodeTimeout(time.Second), WithRetry(ConstantBackoff(time.Hour)))()...)
+				WithNodeTimeout(time.Second), WithRetry(ConstantBackoff(time.Hour)), WithQueueLease(time.Hour))()...)
 			require.NoError(t, err)
 			defer c.Close()
 			// Every script is cached on every master: a late EVALSHA must

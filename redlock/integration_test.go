@@ -450,7 +450,7 @@ func TestIntegration_Reentrancy(t *testing.T) {
 func TestIntegration_WaiterWokenByAnotherClientsRelease(t *testing.T) {
 	srv := masters(t, 5)
 	holder := client(t, srv)
-	waiter := client(t, srv, WithRetry(ConstantBackoff(10*time.Second)))
+	waiter := client(t, srv, WithRetry(ConstantBackoff(10*time.Second)), WithQueueLease(time.Hour))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	l, err := holder.TryLock(ctx, "k", 10*time.Second)

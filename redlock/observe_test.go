@@ -204,7 +204,7 @@ func TestObserver_Lock_WakeAndHandOver(t *testing.T) {
 	srv := masters(t, 3)
 	rec := &recorder{}
 	// A long backoff: only the release wakes a waiter.
-	c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(time.Minute)))
+	c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(time.Minute)), WithQueueLease(time.Hour))
 	other := client(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -524,7 +524,7 @@ func TestObserver_NeverCalledUnderTheClientsLocks(t *testing.T) {
 	require.NotEmpty(t, guarded.of(KindMaster))
 
 	lc := &lockCheck{}
-	c := client(t, srv, WithObserver(lc), WithRetry(ConstantBackoff(time.Minute)), WithNodeTimeout(time.Second))
+	c := client(t, srv, WithObserver(lc), WithRetry(ConstantBackoff(time.Minute)), WithQueueLease(time.Hour), WithNodeTimeout(time.Second))
 	lc.c = c
 	first, err := c.TryLock(ctx, "h", 10*time.Second)
 	require.NoError(t, err)

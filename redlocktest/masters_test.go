@@ -181,7 +181,7 @@ func TestMasters_ReleaseWakesAWaiter(t *testing.T) {
 
 	// The waiter's backoff alone would not retry before its ctx ends: only
 	// the release announcement, over pub/sub, can wake it in time.
-	waiter := masters.Client(redlock.WithRetry(redlock.ConstantBackoff(time.Hour)))
+	waiter := masters.Client(redlock.WithRetry(redlock.ConstantBackoff(time.Hour)), redlock.WithQueueLease(time.Hour))
 	got := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
