@@ -219,7 +219,7 @@ func (m *master) releaseCall(r request) driver.Call {
 	sharded := m.drv.Sharded()
 	build := func() driver.Call {
 		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep}
+			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
 		return rel.Call(m.scripts, m.names)
 	}
 	if r.calls == nil || sharded { // a sharded node's release differs from a plain one's

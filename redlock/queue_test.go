@@ -331,3 +331,61 @@ func TestIntegration_Queue_OneClientsGoroutinesDoNotHoldEachOtherUp(t *testing.T
 	t.Logf("longest burst after a release: %v", longest)
 	assert.Less(t, longest, DefaultQueueLease/2, "a waiter was held up by a place of its own client")
 }
+
+// A roll-back of the head's attempt puts the head back in line where the
+// attempt took the key: the grant took it out of the queue, and without
+// it the waiter behind would head the queues of the masters the failed
+// attempt reached, and the two could split the masters again and again.
+// A waiter that left is not put back.
+func TestIntegration_Queue_RollBackKeepsTheHeadsPlace(t *testing.T) {
+	for _, v := range queueVersions {
+		t.Run(v.name, func(t *testing.T) {
+			srv := v.start(t, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c := client(t, srv)
+			m := c.nodes[0]
+			holder := request{key: "split", token: "holder", ttl: 10 * time.Second}
+			g, err := m.acquire(ctx, holder)
+			require.NoError(t, err)
+			require.True(t, g.OK)
+			head := request{key: "split", token: "head-try", ttl: time.Second, waiter: "head", ticket: 1, lease: 10 * time.Second}
+			behind := request{key: "split", token: "behind-try", ttl: time.Second, waiter: "behind", ticket: 2, lease: 10 * time.Second}
+			for _, r := range []request{head, behind} {
+				g, err := m.acquire(ctx, r)
+				require.NoError(t, err)
+				require.False(t, g.OK)
+				assert.Equal(t, "head", g.Head)
+			}
+			_, err = m.release(ctx, holder)
+			require.NoError(t, err)
+
+			g, err = m.acquire(ctx, head)
+			require.NoError(t, err)
+			require.True(t, g.OK, "the head takes the free key")
+			assert.Equal(t, 1, queued(t, srv[0], "split"), "the grant took the head out of the queue")
+			rb := head
+			rb.rollback = true
+			_, err = m.release(ctx, rb)
+			require.NoError(t, err)
+			g, err = m.acquire(ctx, behind)
+			require.NoError(t, err)
+			assert.False(t, g.OK, "the waiter behind takes the key before the head")
+			assert.Equal(t, "head", g.Head, "the roll-back put the head back in line")
+
+			again := head
+			again.token = "head-try-again" // the first try's tombstone turns its token away
+			g, err = m.acquire(ctx, again)
+			require.NoError(t, err)
+			require.True(t, g.OK)
+			require.NoError(t, m.leave(ctx, "split", "head", 10*time.Second))
+			rb = again
+			rb.rollback = true
+			_, err = m.release(ctx, rb)
+			require.NoError(t, err)
+			g, err = m.acquire(ctx, behind)
+			require.NoError(t, err)
+			assert.True(t, g.OK, "a waiter that left is not put back in line")
+		})
+	}
+}

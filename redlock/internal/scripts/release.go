@@ -28,6 +28,12 @@ type Release struct {
 	// the token holds the key, as Fence does; a new counter lives Keep.
 	Fence int64
 	Keep  time.Duration
+	// Waiter, Ticket and Lease, on a roll-back of a waiter's attempt, put
+	// the waiter back in the key's queue where the attempt took the key
+	// (see release.lua).
+	Waiter string
+	Ticket int64
+	Lease  time.Duration
 }
 
 // Call returns the run on a master.
@@ -43,6 +49,13 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	sharded := ""
 	if r.Sharded {
 		sharded = "1"
+	}
+	if r.Rollback && r.Waiter != "" {
+		kv := []string{ // the keys, then the arguments: one allocation
+			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Void(r.Waiter),
+			r.Token, r.Owner, channel, tomb, sharded, "", "", r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease),
+		}
+		return driver.Call{Script: s.Release, Keys: kv[:5:5], Args: kv[5:]}
 	}
 	if r.Fence != 0 {
 		kv := []string{ // the keys, then the arguments: one allocation

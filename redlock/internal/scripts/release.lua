@@ -17,6 +17,14 @@
 -- fence floor, and ARGV[7] how long a new fence record is kept, in ms.
 -- The announcement names the head of the key's waiting queue, the one
 -- waiter a new grant may go to, or is '' when nobody is queued here.
+-- ARGV[8], on a roll-back, '' or the waiter whose attempt it undoes, with
+-- its ticket ARGV[9] and its lease ARGV[10], in ms, and KEYS[5] the
+-- waiter's tombstone: where the attempt took the key, its grant took the
+-- waiter out of the queue, and the roll-back puts it back at its ticket,
+-- unless the waiter left meanwhile. Without it, a waiter at the head whose
+-- attempt failed would lose its place on the masters that granted it, to
+-- the waiter behind, and the two could split the masters between them
+-- again and again.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
@@ -31,6 +39,10 @@ if owner ~= '' then
   if redis.call('HLEN', lock) > 1 then return 2 end
 end
 redis.call('DEL', lock)
+local waiter = ARGV[8]
+if waiter and waiter ~= '' and redis.call('EXISTS', KEYS[5]) == 0 then
+  lib().enqueue(queue, leases, waiter, ARGV[9], tonumber(ARGV[10]))
+end
 if channel ~= '' then
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if head then head = lib().queueHead(queue, leases) end
