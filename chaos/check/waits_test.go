@@ -12,7 +12,7 @@ import (
 )
 
 // The bounds scenario 16 uses, with the design's lease of 2 s.
-var queueBounds = WaitBounds{Lease: 2 * time.Second, Idle: 3500 * ms, Handoff: 100 * ms, Skew: 50 * ms}
+var queueBounds = WaitBounds{Lease: 2 * time.Second, Idle: 3500 * ms, Handoff: 100 * ms, Skew: 50 * ms, Overtakes: 2}
 
 // line builds a history of Lock calls on key "k": each call is a client,
 // its start, and whether it was killed (then it ends at kill) or got the
@@ -100,7 +100,43 @@ func TestWaiting_HerdFiresOnTheCallThatKeepsLosing(t *testing.T) {
 	assert.Equal(t, at, s.Waited)
 	assert.Equal(t, 56, s.Overtaken, "all but the first four calls")
 	assert.Equal(t, s, w.MostOvertaken)
+	assert.Equal(t, []Judged{s}, w.Passed)
+	assert.Equal(t, 1, w.Overtaken)
 	assert.Empty(t, w.Idle, "a herd keeps the key busy")
+}
+
+func TestWaiting_HerdWithShortHoldsStaysInTimeButPassesOver(t *testing.T) {
+	// The same herd with holds of 2 ms, 40 rounds: client 0 waits 285 ms,
+	// well within its places of 100 ms, but calls that came long after it
+	// were served first.
+	var l line
+	victim := l.call(0, 0)
+	others := []int{l.call(1, ms), l.call(2, 2*ms), l.call(3, 3*ms)}
+	at := 5 * ms
+	for n := range 40 {
+		i := others[n%3]
+		at = l.grant(i, at, 2*ms) + 5*ms
+		others[n%3] = l.call(l.attempts[i].Client, at-4*ms)
+	}
+	l.grant(victim, at, 2*ms)
+	for _, i := range others {
+		l.attempts[i].End = at + 2*ms
+	}
+	w := Waiting(l.attempts, l.holds, nil, queueBounds)
+	assert.Empty(t, w.Stuck)
+	require.Len(t, w.Passed, 1)
+	assert.Equal(t, 0, w.Passed[0].Call.Client)
+	p := w.Passed[0]
+	assert.Equal(t, 285*ms, p.Waited)
+	// Ahead: the three, and the six calls that came back within Skew.
+	assert.Equal(t, 3+6, p.Ahead)
+	assert.Equal(t, 40-3-6, p.Overtaken, "all but the calls ahead")
+	assert.False(t, w.OK())
+
+	// With Overtakes at 31 it passes.
+	b := queueBounds
+	b.Overtakes = 31
+	assert.True(t, Waiting(l.attempts, l.holds, nil, b).OK())
 }
 
 func TestWaiting_DeadHeadStallsWithinItsLeaseOrFires(t *testing.T) {
@@ -212,6 +248,7 @@ func TestWaiting_CallsWithinSkewCountAsAhead(t *testing.T) {
 	w = Waiting(l.attempts, l.holds, nil, queueBounds)
 	assert.Equal(t, 1, w.MostOvertaken.Overtaken)
 	assert.Equal(t, 0, w.MostOvertaken.Ahead)
+	assert.Empty(t, w.Passed, "one overtake is within the allowance")
 	require.Len(t, w.Stuck, 1, "535 ms against one handoff and one hold of 20 ms")
 }
 
