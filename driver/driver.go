@@ -271,6 +271,7 @@ type Subscription interface {
 type Message struct {
 	Kind    Kind   // what happened
 	Channel string // on which channel
+	Payload string // what was announced, for Published; "" otherwise
 }
 
 // Kind is what a Message reports.

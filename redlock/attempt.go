@@ -23,6 +23,11 @@ type outcome struct {
 	votes  round         // the last round, for the observer; zero when none was made
 	raise  fenceNote     // the raise of lagging masters, for the observer
 	took   time.Duration // how long the attempt took
+	// behind: the attempt's waiter stands behind others in the masters'
+	// queues; first: it heads the queue on a quorum of masters (see
+	// Client.inLine); reached counts the masters that answered.
+	behind, first bool
+	reached       int
 }
 
 // round is one fan-out of the acquire script with the attempt's token: each
@@ -100,12 +105,15 @@ func (c *Client) hearOut(r round, d time.Duration) {
 // jitter alone. The validity still counts from the first round.
 //
 // A hand-over passes from, the lock it takes over; other callers pass nil.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo lockOptions, from *takeOver) outcome {
+// A waiter passes its place in the masters' queues, where a refusal queues
+// it; nil queues nothing.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo lockOptions, from *takeOver, at *place) outcome {
 	token, err := c.token()
 	if err != nil {
 		return outcome{err: err}
 	}
 	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls)}
+	c.queueAt(&req, at)
 	var after *trail
 	if from != nil {
 		req.from, after = from.token, from.trail
@@ -155,7 +163,8 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
-	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise}
+	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise, reached: answered(last)}
+	out.behind, out.first = c.inLine(last, req.waiter)
 	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum

@@ -15,7 +15,7 @@ import (
 // aclCommands are the commands the lock's user must be allowed: the
 // drivers' (EVALSHA, EVAL, SUBSCRIBE, UNSUBSCRIBE), the restart guard's
 // (INFO, CONFIG GET, GET of the fence stamp), and those the scripts call.
-const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +mget +time +publish"
+const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +mget +time +publish"
 
 // aclClusterCommands are what a Redis Cluster node's user needs besides
 // aclCommands: sharded announcements, and reading and following slots.
@@ -147,7 +147,7 @@ func (cy *cycle) lock(ctx context.Context) {
 	const ttl = 10 * time.Second // deleted at the end; expires if not
 	keep := cy.p.c.o.fenceKeep
 	sharded := cy.m.drv.Sharded()
-	toks := make([]string, 4)
+	toks := make([]string, 5)
 	for i := range toks {
 		t, err := cy.token()
 		if err != nil {
@@ -156,7 +156,7 @@ func (cy *cycle) lock(ctx context.Context) {
 		}
 		toks[i] = t
 	}
-	t1, t2, t3, t4 := toks[0], toks[1], toks[2], toks[3]
+	t1, t2, t3, t4, t5 := toks[0], toks[1], toks[2], toks[3], toks[4]
 	const owner = "redlock-check"
 	ps := cy.listen(ctx, n.Channel(key))
 	defer ps.close()
@@ -206,6 +206,27 @@ func (cy *cycle) lock(ctx context.Context) {
 	steps := []cycleStep{
 		grant("acquire", scripts.Acquire{Key: key, Token: t1, TTL: ttl, Keep: keep}, true),
 		extend("extend", scripts.Extend{Key: key, Token: t1, TTL: ttl}, scripts.Renewed),
+		{"queue of a waiter", func(ctx context.Context) error {
+			a := scripts.Acquire{Key: key, Token: t5, TTL: ttl, Keep: keep, Waiter: t5, Ticket: 1, Lease: ttl}
+			g, err := decodeGrant(cy.run(ctx, a.Call(s, n)))
+			switch {
+			case err != nil:
+				return err
+			case g.OK || g.Head != t5:
+				return errAnswer(g)
+			}
+			return nil
+		}},
+		{"leave of the queue", func(ctx context.Context) error {
+			v, err := cy.run(ctx, scripts.Leave{Key: key, Waiter: t5, Sharded: sharded, Lease: ttl}.Call(s, n))
+			if err != nil {
+				return err
+			}
+			if left, err := scripts.DecodeLeft(v); err != nil || !left {
+				return errAnswer(v)
+			}
+			return nil
+		}},
 		{"raise the fence", func(ctx context.Context) error {
 			v, err := cy.run(ctx, scripts.Fence{Key: key, Token: t1, Fence: fence, Keep: ttl + keep}.Call(s, n))
 			if err != nil {
@@ -253,7 +274,8 @@ func (cy *cycle) lock(ctx context.Context) {
 // that remain.
 func (cy *cycle) cleanup(ctx context.Context) {
 	n, key := cy.m.names, cy.p.key
-	keys := []string{n.Lock(key), n.Fence(key)}
+	k := n.Of(key)
+	keys := []string{n.Lock(key), n.Fence(key), k.Queue(), k.Leases()}
 	for _, t := range cy.tokens {
 		keys = append(keys, n.Void(key, t))
 	}

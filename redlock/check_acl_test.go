@@ -33,8 +33,12 @@ func TestIntegration_Check_ACL(t *testing.T) {
 			{"acl", CheckFail, "reentrant acquire failed", "+hset"},
 			{"cleanup", CheckOK, "deleted", ""},
 		}},
+		{name: "ZADD denied: a waiter cannot queue", user: true, args: lockUser("-zadd"), want: []want{
+			{"acl", CheckFail, "queue of a waiter failed", "+zadd"},
+			{"cleanup", CheckOK, "deleted", ""},
+		}},
 		{name: "EXISTS denied: the cleanup cannot tell", user: true, args: lockUser("-exists"), want: []want{
-			{"acl", CheckFail, "extend of a free key failed", "+exists"},
+			{"acl", CheckFail, "queue of a waiter failed", "+exists"},
 			{"cleanup", CheckWarn, "could not delete", "+exists"},
 		}},
 	})

@@ -25,8 +25,11 @@
 //     that the protected resource can refuse a holder that kept writing after
 //     its lock was lost.
 //   - Reentrancy (WithOwner): an owner that holds a key may take it again.
-//   - Waiting without polling: Lock sleeps until the holder's release is
-//     announced over pub/sub, with a backoff and the holder's TTL as fallback.
+//   - Waiting in line: Lock holds a place in the key's queue on each master,
+//     which grants a free key only to its head, so that callers of every
+//     client take turns in the order they came; a release is announced over
+//     pub/sub to the head alone. A dead waiter's place ends with its lease
+//     (WithQueueLease).
 //   - The restart guard: a master that restarted recently, or was replaced
 //     by a promoted replica, does not vote, so that a master which lost
 //     keys in a crash or a failover cannot hand out a lock a majority

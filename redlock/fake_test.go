@@ -368,6 +368,10 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 	return scripts.Freed, nil
 }
 
+// leave does nothing: the fake keeps no waiting queue, which only the
+// scripts on real masters do (see the queue's tests in queue_test.go).
+func (f *fakeNode) leave(context.Context, string, string, time.Duration) error { return nil }
+
 func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	defer f.finish()
 	if f.record("fence", r.key, r.token) == broken || f.noRaise {

@@ -29,7 +29,7 @@ func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
 	if w == nil {
 		return notHandedOver
 	}
-	a := c.attempt(ctx, l.req.key, w.ttl, w.lo, &takeOver{token: l.req.token, trail: l.trail})
+	a := c.attempt(ctx, l.req.key, w.ttl, w.lo, &takeOver{token: l.req.token, trail: l.trail}, w.at)
 	result := notHandedOver
 	if a.lock != nil {
 		// Read, before the waiter has the lock, whether any master of its

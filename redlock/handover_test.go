@@ -172,7 +172,7 @@ func TestHandOver_WaiterGoneMeanwhile(t *testing.T) {
 // client's waiters.
 func TestHandOver_StreakIsBounded(t *testing.T) {
 	c, _, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0))
-	w := c.hub.join("k", time.Second, lockOptions{})
+	w := c.hub.join("k", time.Second, lockOptions{}, nil)
 	defer w.leave(false)
 	for i := range maxHandovers {
 		require.Same(t, w, c.hub.claim("k"), "hand-over %d", i+1)
@@ -184,7 +184,7 @@ func TestHandOver_StreakIsBounded(t *testing.T) {
 	assert.Same(t, w, c.hub.claim("k"), "and hand-overs again")
 	w.handed <- nil // the claim's outcome, as a failed hand-over gives it; leave takes it
 
-	owner := c.hub.join("o", time.Second, lockOptions{owner: "x"})
+	owner := c.hub.join("o", time.Second, lockOptions{owner: "x"}, nil)
 	defer owner.leave(false)
 	assert.Nil(t, c.hub.claim("o"), "reentrant waiters take the lock themselves")
 }

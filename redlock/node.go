@@ -23,7 +23,12 @@ type request struct {
 	from              string        // an acquire that takes the key over from this plain lock's token
 	propose           int64         // an acquire's proposal for a new count (see Client.propose), 0 for none
 	fence             int64         // a release that first raises the key's fencing counter to this, 0 for none
-	calls             *calls        // the operation's calls as built for one master, for the others; nil for none
+	// waiter queues an acquire that is refused, at ticket, for lease (see
+	// place); "" for an acquire that does not queue.
+	waiter string
+	ticket int64
+	lease  time.Duration
+	calls  *calls // the operation's calls as built for one master, for the others; nil for none
 }
 
 // calls keeps the acquire and the release of one attempt's lock as built
@@ -67,6 +72,9 @@ type node interface {
 	extend(ctx context.Context, r request) (scripts.Extended, error)
 	release(ctx context.Context, r request) (scripts.Released, error)
 	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
+	// leave takes waiter out of key's waiting queue, for good: an acquire
+	// of the waiter arriving within lease does not queue it again.
+	leave(ctx context.Context, key, waiter string, lease time.Duration) error
 	inspect(ctx context.Context, key string) (scripts.State, error)
 	// health returns what the restart guard last learned of the master, or
 	// of a cluster's shard master owning key.
@@ -169,7 +177,8 @@ func decodeGrant(v any, err error) (scripts.Grant, error) {
 
 func (m *master) acquireCall(r request) driver.Call {
 	build := func() driver.Call {
-		a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose}
+		a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose,
+			Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
 		return a.Call(m.scripts, m.names)
 	}
 	if r.calls == nil {
@@ -217,6 +226,15 @@ func (m *master) releaseCall(r request) driver.Call {
 		return build()
 	}
 	return r.calls.of(&r.calls.release, r, m.names, build)
+}
+
+func (m *master) leave(ctx context.Context, key, waiter string, lease time.Duration) error {
+	l := scripts.Leave{Key: key, Waiter: waiter, Sharded: m.drv.Sharded(), Lease: lease}
+	v, err := m.eval(ctx, l.Call(m.scripts, m.names))
+	if err == nil {
+		_, err = scripts.DecodeLeft(v)
+	}
+	return err
 }
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {

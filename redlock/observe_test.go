@@ -266,11 +266,12 @@ func TestObserver_Lock_WakeAndHandOver(t *testing.T) {
 }
 
 // A held key's waiter whose ctx ends: its call ends ctx_done, and with no
-// release to announce, its timer wakes it.
+// release to announce, its timer wakes it (to renew its place, at the head
+// of the line, every third of the queue lease).
 func TestObserver_Lock_CtxDoneAndTimer(t *testing.T) {
 	srv := masters(t, 3)
 	rec := &recorder{}
-	c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(20*time.Millisecond)))
+	c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(20*time.Millisecond)), WithQueueLease(60*time.Millisecond))
 	other := client(t, srv)
 	_, err := other.TryLock(context.Background(), "k", 10*time.Second)
 	require.NoError(t, err)

@@ -18,9 +18,14 @@ const (
 	DefaultDriftMargin    = 2 * time.Millisecond
 	DefaultNodeTimeout    = 50 * time.Millisecond
 	DefaultFenceRetention = 10 * time.Minute
+	DefaultQueueLease     = 2 * time.Second
 	// restartGuardAuto is the window's marker for "the longest TTL used plus drift".
 	restartGuardAuto = time.Duration(-1)
 )
+
+// minQueueLease is the shortest queue lease: a renewal every lease/3 must
+// have time to reach the masters.
+const minQueueLease = 30 * time.Millisecond
 
 // MaxTTL is the longest TTL a lock may be taken or extended with, and the
 // longest fence retention: a year. Longer ones are refused with ErrInvalid
@@ -54,6 +59,7 @@ type options struct {
 	observer                       Observer // nil: no events (see WithObserver)
 	observerSet                    bool
 	closeDrivers                   bool // Close closes the drivers (see WithCloseDrivers)
+	queueLease                     time.Duration
 }
 
 func defaultOptions() options {
@@ -66,6 +72,7 @@ func defaultOptions() options {
 		tokens:       RandomToken,
 		restartGuard: restartGuardAuto,
 		fenceKeep:    DefaultFenceRetention,
+		queueLease:   DefaultQueueLease,
 	}
 }
 
@@ -206,6 +213,17 @@ func WithObserver(obs Observer) Option {
 // drivers stay the caller's, to close after the client.
 func WithCloseDrivers() Option { return optionFunc(func(o *options) { o.closeDrivers = true }) }
 
+// WithQueueLease sets how long a waiter keeps its place in a key's waiting
+// queue on a master without renewing it. A waiting Lock renews its place
+// every lease/3, so the lease bounds how long a waiter that died (or was
+// cut off from a quorum of masters) holds up the waiters behind it: the
+// key stays free at most about 4/3 of the lease, plus a round trip, before
+// the next waiter takes it. A shorter lease costs more renewals. Default
+// 2s. Must be at least 30ms and at most MaxTTL.
+func WithQueueLease(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.queueLease = d })
+}
+
 func (o *options) validate(n int) error {
 	switch {
 	case math.IsNaN(o.drift.Factor) || o.drift.Factor < 0 || o.drift.Factor >= 1:
@@ -232,6 +250,8 @@ func (o *options) validate(n int) error {
 		return invalid("fence retention %v is not positive", o.fenceKeep)
 	case o.fenceKeep > MaxTTL: // so that ttl+fenceKeep cannot overflow: see checkKeyTTL
 		return invalid("fence retention %v is above the maximum of %v", o.fenceKeep, MaxTTL)
+	case o.queueLease < minQueueLease || o.queueLease > MaxTTL:
+		return invalid("queue lease %v is outside [%v, %v]", o.queueLease, minQueueLease, MaxTTL)
 	case strings.ContainsAny(o.namespace, "{}"):
 		// A brace in the namespace would pick the hash slot of every name
 		// the lock derives from a key (see scripts.Names).

@@ -121,7 +121,7 @@ func (s *subscriber) receive(conn driver.Subscription) (confirmed bool, err erro
 		switch m.Kind {
 		case driver.Published:
 			if ours {
-				s.h.notify(key)
+				s.h.announced(key, m.Payload)
 			}
 		case driver.Subscribed, driver.Unsubscribed:
 			if ours {

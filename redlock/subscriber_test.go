@@ -13,7 +13,7 @@ import (
 func TestHub_ConfirmationsAfterReconnect(t *testing.T) {
 	c, _, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
 	h := c.hub
-	w := h.join("k", time.Second, lockOptions{})
+	w := h.join("k", time.Second, lockOptions{}, nil)
 	defer w.leave(false)
 	for round := range 3 {
 		for i := range 5 {

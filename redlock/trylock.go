@@ -29,7 +29,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	defer c.work.done()
 	ctx, obs := c.begin(ctx, OpTryLock, key)
 	defer obs.end(&err)
-	a := c.attempt(ctx, key, ttl, lo, nil)
+	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)
 	if a.err != nil && ctx.Err() != nil {
 		return nil, gaveUp(a.err, 0, context.Cause(ctx))
@@ -39,13 +39,24 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 
 // Lock takes key for ttl, retrying until it has the lock or ctx is done.
 //
-// Between attempts it waits for the holder's release to be announced, which
-// wakes it at once; if no announcement comes (a master down, a lock that
-// expired rather than being released) it retries after the WithRetry backoff,
-// or sooner when the holder's TTL runs out first. Goroutines of one Client
-// waiting for the same key take turns in arrival order. A Lock that waits
-// for masters the restart guard keeps out logs one warning, saying why and
-// when their first votes come.
+// Callers wait in line: on each master a waiting Lock holds a place in the
+// key's queue, and a free key goes to the head of the queue alone, so that
+// callers of every client take the key in the order their calls began
+// (within the skew of the clients' clocks), and a release wakes only the
+// next in line. Goroutines of one Client waiting for the same key take
+// turns in arrival order, and a release may hand the key straight to the
+// next of them (a few times in a row at most) before the other clients'
+// waiters. TryLock does not queue, and does not take a key others queue for.
+// A waiter that dies or is cut off from a quorum of masters holds up the
+// line at most about 4/3 of the queue lease (see WithQueueLease).
+//
+// Between attempts it waits for the release that names it, which wakes it
+// at once, or until the holder's TTL runs out, and at least every third of
+// the queue lease, which renews its place. Where the masters' queues do not
+// tell (masters that disagree, or that failed), it also retries after the
+// WithRetry backoff. A Lock that waits for masters the restart
+// guard keeps out logs one warning, saying why and when their first votes
+// come.
 //
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()). Its text says how long Lock
@@ -64,6 +75,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// newcomer joins the line instead of splitting the votes with its head.
 	// An owner may already hold the key, so it always tries at once.
 	start := c.o.clock.Now()
+	at, err := c.newPlace()
+	if err != nil {
+		return nil, err
+	}
 	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.quorum, head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
@@ -77,22 +92,32 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 	}
 	if attempted {
-		a = c.attempt(ctx, key, ttl, lo, nil)
+		a = c.attempt(ctx, key, ttl, lo, nil, at)
 		c.observeAttempt(ctx, key, obs.next(), a)
 		tell()
 		if a.err == nil || !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
+			c.leave(key, at, a.lock.Granted())
 			return a.lock, a.err
 		}
 	}
-	w := c.hub.join(key, ttl, lo)
-	gotLock := false
-	defer func() { w.leave(gotLock) }()
+	w := c.hub.join(key, ttl, lo, at)
+	var got *Lock
+	defer func() {
+		w.leave(got != nil)
+		c.leave(key, at, got.Granted())
+	}()
+	// The minority rule (see place): a waiter renews its place only while
+	// its last round reached a quorum of masters.
+	renew := !attempted || a.reached >= c.quorum
+	renewEvery := c.o.queueLease / 3
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription: a release
 	// made in it went unheard. A waiter that made no attempt, or that is
-	// not first in line, has no such gap (see pokeIfFirst).
+	// not first in line, has no such gap (see pokeIfFirst), nor has one
+	// behind others in the masters' queues: a release then names another.
+	// One that made no attempt and is first in line tries at once.
 	w.ready(ctx, c.nodeTimeout(ttl))
-	if attempted {
+	if !attempted || !a.behind {
 		w.pokeIfFirst()
 	}
 	for n := 1; ; n++ {
@@ -101,9 +126,22 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, gaveUp(a.err, c.o.clock.Since(start), nil)
 		}
 		delay = max(delay, 0)
-		if a.freeIn > 0 && a.freeIn < delay {
+		switch {
+		case a.behind:
+			// Others head the masters' queues: the release that names this
+			// waiter wakes it; until then it only renews its place.
+			delay = renewEvery
+		case a.first:
+			// Only the holder stands before it: the release that names it
+			// wakes it, or the holder's TTL runs out.
+			delay = renewEvery
+			if a.freeIn > 0 {
+				delay = min(delay, a.freeIn)
+			}
+		case a.freeIn > 0 && a.freeIn < delay:
 			delay = a.freeIn
 		}
+		delay = min(delay, renewEvery)
 		if w.awaitingConfirmation() {
 			// A release now could go unheard: poll until the subscription is confirmed.
 			delay = min(delay, c.nodeTimeout(ttl))
@@ -123,7 +161,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, gaveUp(a.err, c.o.clock.Since(start), err)
 		}
 		if handed != nil {
-			gotLock = true
+			got = handed
 			return handed, nil
 		}
 		// A releaser may have claimed this waiter meanwhile: take what it
@@ -135,18 +173,23 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				break
 			}
 			if handed != nil {
-				gotLock = true
+				got = handed
 				return handed, nil
 			}
 		}
-		a = c.attempt(ctx, key, ttl, lo, nil)
+		queueAt := at
+		if !renew {
+			queueAt = nil
+		}
+		a = c.attempt(ctx, key, ttl, lo, nil, queueAt)
 		c.observeAttempt(ctx, key, obs.next(), a)
 		w.end()
 		tell()
 		if a.err == nil {
-			gotLock = true
+			got = a.lock
 			return a.lock, nil
 		}
+		renew = a.reached >= c.quorum
 		if !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return nil, a.err
 		}

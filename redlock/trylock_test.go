@@ -317,7 +317,7 @@ func TestAttempt_SplitVote(t *testing.T) {
 			}
 			done := make(chan struct{})
 			var res outcome
-			go func() { res = c.attempt(context.Background(), "k", time.Second, lockOptions{}, nil); close(done) }()
+			go func() { res = c.attempt(context.Background(), "k", time.Second, lockOptions{}, nil, nil); close(done) }()
 			drive(t, clk, fakes, time.Millisecond, done)
 			if res.lock != nil {
 				assert.False(t, tc.split)

@@ -9,11 +9,14 @@ import (
 // hub lets waiters sleep until a release is announced instead of polling.
 //
 // Goroutines of one Client waiting for the same key queue in arrival order;
-// only the first in line competes, so they do not split each other's votes.
-// A release by this client wakes the first in line directly. A release by
-// another client is announced on the key's channel on every master; the hub
-// hears it through one pub/sub connection per master, shared by all keys,
-// subscribed to a key's channel while anyone here waits for it.
+// only the first in line competes, so they do not split each other's votes,
+// and only it holds a place in the masters' queues (see place). A release
+// by this client wakes the first in line directly. A release by another
+// client is announced on the key's channel on every master, naming the
+// head of that master's queue; the hub hears it through one pub/sub
+// connection per master, shared by all keys, subscribed to a key's channel
+// while anyone here waits for it, and wakes its first in line only when the
+// announcement names it, or names nobody.
 type hub struct {
 	c    *Client
 	need int // subscriptions that guarantee hearing any quorum's release
@@ -42,6 +45,7 @@ type waiter struct {
 	q    *queue
 	ttl  time.Duration
 	lo   lockOptions
+	at   *place        // its place in the masters' queues
 	wake chan struct{} // a release was announced; buffered so none is missed
 	turn chan struct{} // closed when this waiter is first in line
 
@@ -65,9 +69,10 @@ func newHub(c *Client) *hub {
 	return h
 }
 
-// join queues a waiter for key (wanting it for ttl, with lo) and subscribes
-// to its channel if nobody here was waiting for it yet.
-func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
+// join queues a waiter for key (wanting it for ttl, with lo, at its place
+// in the masters' queues) and subscribes to its channel if nobody here was
+// waiting for it yet.
+func (h *hub) join(key string, ttl time.Duration, lo lockOptions, at *place) *waiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
@@ -84,11 +89,10 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions) *waiter {
 			s.subscribe(h.c.names().Channel(key))
 		}
 	}
-	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
+	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, at: at, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 {
-		close(w.turn)
-		w.poke() // first in line: try again as soon as the subscription is up
+		close(w.turn) // first in line: its caller pokes it when it should try at once
 	}
 	return w
 }
@@ -201,11 +205,18 @@ func (w *waiter) dequeue(gotLock bool) {
 }
 
 // notify wakes the first waiter for key: its holder released it.
-func (h *hub) notify(key string) {
+func (h *hub) notify(key string) { h.announced(key, "") }
+
+// announced wakes the first waiter for key when a master announced that
+// key is free for head: the waiter at the head of its queue, or anyone
+// ("") when nobody queues there.
+func (h *hub) announced(key, head string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
-		q.waiters[0].poke()
+		if w := q.waiters[0]; head == "" || w.at == nil || w.at.id == head {
+			w.poke()
+		}
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *subscription) Receive() (driver.Message, error) {
 		}
 		switch v := v.(type) {
 		case *redis.Message: // message or smessage
-			return driver.Message{Kind: driver.Published, Channel: v.Channel}, nil
+			return driver.Message{Kind: driver.Published, Channel: v.Channel, Payload: v.Payload}, nil
 		case *redis.Subscription:
 			switch v.Kind {
 			case "subscribe", "ssubscribe":

@@ -53,7 +53,7 @@ func TestSubscription_EndsWithItsConnection(t *testing.T) {
 			require.NoError(t, sub.Unsubscribe(), "no channels: nothing to do")
 			_, err = srv[0].Do("PUBLISH", "c", "x")
 			require.NoError(t, err)
-			assert.Equal(t, received{msg: driver.Message{Kind: driver.Published, Channel: "c"}}, receive(t, sub),
+			assert.Equal(t, received{msg: driver.Message{Kind: driver.Published, Channel: "c", Payload: "x"}}, receive(t, sub),
 				"still subscribed after Unsubscribe with no channels")
 
 			require.NoError(t, srv[0].Kill())

@@ -70,7 +70,11 @@ func (s *subscription) Receive() (driver.Message, error) {
 		ch, _ := f[1].(string)
 		switch kind {
 		case "message", "smessage":
-			return driver.Message{Kind: driver.Published, Channel: ch}, nil
+			var payload string
+			if len(f) > 2 {
+				payload, _ = f[2].(string)
+			}
+			return driver.Message{Kind: driver.Published, Channel: ch, Payload: payload}, nil
 		case "subscribe", "ssubscribe":
 			return driver.Message{Kind: driver.Subscribed, Channel: ch}, nil
 		case "unsubscribe", "sunsubscribe":

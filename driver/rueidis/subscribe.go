@@ -49,7 +49,7 @@ func subscribe(ctx context.Context, client rueidis.Client, timeout time.Duration
 	s := &subscription{dc: dc, timeout: timeout, wake: make(chan struct{}, 1)}
 	s.ended = dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage: func(msg rueidis.PubSubMessage) {
-			s.push(driver.Message{Kind: driver.Published, Channel: msg.Channel})
+			s.push(driver.Message{Kind: driver.Published, Channel: msg.Channel, Payload: msg.Message})
 		},
 		OnSubscription: func(sub rueidis.PubSubSubscription) {
 			switch sub.Kind {

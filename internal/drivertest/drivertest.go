@@ -238,7 +238,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		assert.Equal(t, driver.Message{Kind: driver.Subscribed, Channel: "c2"}, next(t, got))
 		_, err = srv[0].Do("PUBLISH", "c2", "x")
 		require.NoError(t, err)
-		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "c2"}, next(t, got))
+		assert.Equal(t, driver.Message{Kind: driver.Published, Channel: "c2", Payload: "x"}, next(t, got), "the announcement and what it says")
 		require.NoError(t, sub.Unsubscribe("c1"))
 		assert.Equal(t, driver.Message{Kind: driver.Unsubscribed, Channel: "c1"}, next(t, got))
 		closeEndsReceive(t, sub, done)

@@ -65,7 +65,7 @@ func heard(t *testing.T, got <-chan driver.Message, master, ch string) {
 	n, err := redistest.DoAt(master, "SPUBLISH", ch, "x")
 	require.NoError(t, err)
 	assert.Equal(t, "1", n, "%s has a sharded subscriber for %s", master, ch)
-	assert.Equal(t, driver.Message{Kind: driver.Published, Channel: ch}, next(t, got))
+	assert.Equal(t, driver.Message{Kind: driver.Published, Channel: ch, Payload: "x"}, next(t, got))
 }
 
 // closeEndsReceive closes sub and checks that its Receive fails within 2s.

@@ -253,7 +253,15 @@ func (s *Server) signal(sig syscall.Signal, wait bool) error {
 	default:
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
-		return err
+		if !errors.Is(err, os.ErrProcessDone) {
+			return err
+		}
+		// It exited since the look above, and Wait has reaped it.
+		<-exited
+		if wait {
+			s.forget(cmd)
+		}
+		return nil
 	}
 	if !wait {
 		return nil

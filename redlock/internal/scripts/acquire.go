@@ -20,16 +20,29 @@ type Acquire struct {
 	// master of one attempt, so that their counters agree (see proposed in
 	// lib.lua); 0 proposes nothing.
 	Propose int64
+	// Waiter, when not "", queues on a refusal (see The queue in
+	// acquire.lua): at Ticket, with a place that lasts Lease unless renewed.
+	Waiter string
+	Ticket int64
+	Lease  time.Duration
 }
 
 // Call returns the run on a master.
 func (a Acquire) Call(s *Set, n Names) driver.Call {
 	k := n.OfToken(a.Key, a.Token)
-	kv := []string{ // the keys, then the arguments: one allocation
-		k.Lock(), k.Fence(), k.Floor(), k.Void(a.Token), k.Stamp(),
-		a.Token, s.ms(a.TTL), a.Owner, s.ms(a.TTL + a.Keep), a.From, proposal(a.Propose),
+	ticket, lease := "", ""
+	if a.Waiter != "" {
+		ticket, lease = strconv.FormatInt(a.Ticket, 10), s.ms(a.Lease)
 	}
-	return driver.Call{Script: s.Acquire, Keys: kv[:5:5], Args: kv[5:]}
+	kv := []string{ // the keys, then the arguments: one allocation
+		k.Lock(), k.Fence(), k.Floor(), k.Void(a.Token), k.Stamp(), k.Queue(), k.Leases(),
+		a.Token, s.ms(a.TTL), a.Owner, s.ms(a.TTL + a.Keep), a.From, proposal(a.Propose), a.Waiter, ticket, lease,
+	}
+	if a.Waiter != "" { // the waiter's tombstone (see leave.lua)
+		keys := append(kv[:7:7], k.Void(a.Waiter))
+		return driver.Call{Script: s.Acquire, Keys: keys, Args: kv[7:]}
+	}
+	return driver.Call{Script: s.Acquire, Keys: kv[:7:7], Args: kv[7:]}
 }
 
 // proposal renders a proposal as the script reads it: "" for none.
@@ -52,13 +65,16 @@ type Grant struct {
 	// "owner:<owner>" for a reentrant one, Unknown for a key of another
 	// kind, "" when none (RolledBack).
 	Holder string
+	// Head is the waiter at the head of the key's queue when not OK, "" when
+	// nobody queues there.
+	Head string
 }
 
 // Unknown is the holder of a key that holds no lock of this library.
 const Unknown = "?"
 
 // DecodeGrant reads acquire.lua's reply: {1, counter} or {1, counter, 1}
-// when granted, {0, PTTL, holder} or {0, -3} when not.
+// when granted, {0, PTTL, holder, head} or {0, -3} when not.
 func DecodeGrant(v any) (Grant, error) {
 	xs, err := array(v, 2)
 	if err != nil {
@@ -83,6 +99,9 @@ func DecodeGrant(v any) (Grant, error) {
 	g := Grant{PTTL: time.Duration(num) * time.Millisecond}
 	if len(xs) > 2 {
 		g.Holder, _ = str(xs[2])
+	}
+	if len(xs) > 3 {
+		g.Head, _ = str(xs[3])
 	}
 	return g, nil
 }

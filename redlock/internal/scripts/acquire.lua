@@ -1,7 +1,9 @@
 -- Acquires a lock, or adds a hold to a reentrant lock of the same owner.
 -- KEYS[1] lock, KEYS[2] its fence record (a reentrant lock's), KEYS[3] the
 -- node's fence floor,
--- KEYS[4] this attempt's tombstone, KEYS[5] the node's fence stamp
+-- KEYS[4] this attempt's tombstone, KEYS[5] the node's fence stamp,
+-- KEYS[6] the key's waiting queue, KEYS[7] its leases (see The queue below),
+-- KEYS[8] the waiter's tombstone, when there is a waiter
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
 -- ARGV[3] owner of a reentrant lock or '' for a plain one,
 -- ARGV[4] how long a new fence record is kept, in ms,
@@ -10,15 +12,29 @@
 -- in between,
 -- ARGV[6] the client's proposal for a new count, or '' (see The proposal
 -- below),
--- ARGV[7] the master's identity as the client knows it, or '' (see
+-- ARGV[7] the waiter making the request, or '' for one that does not wait
+-- (see The queue), ARGV[8] its ticket, ARGV[9] its lease, in ms,
+-- ARGV[10] the master's identity as the client knows it, or '' (see
 -- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
--- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder}
--- when it does not (PTTL -3 when the attempt was already rolled
--- back here). The holder is the token of a plain lock, "owner:<owner>" of a
--- reentrant one; contenders that split the votes compare them.
-local lock, ckey, floor, void, stamp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, ttl, owner, keep, from, propose, knownID = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+-- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder,
+-- the queue's head} when it does not (PTTL -3 when the attempt was already
+-- rolled back here). The holder is the token of a plain lock,
+-- "owner:<owner>" of a reentrant one, '?' when none holds it; contenders
+-- that split the votes compare them. The head is '' when nobody queues.
+--
+-- The queue. Waiters for the key line up in queue, ordered by their
+-- tickets: each Lock call proposes one ticket, the same to every master,
+-- so that masters holding the same waiters agree on their order. A new
+-- grant of a free key goes to the queue's head alone, or to anyone when
+-- nobody queues; a refused waiter joins the queue, or keeps its place and
+-- renews its lease, unless it left (leave.lua left its tombstone): a
+-- request still on its way when the waiter left cannot queue it again. A new hold of a reentrant lock's owner and a hand-over
+-- are not new grants. The queue only ever refuses: it grants nothing the
+-- key alone would not.
+local lock, ckey, floor, void, stamp, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local token, ttl, owner, keep, from, propose = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local waiter, ticket, lease, knownID = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
 -- The script runs top to bottom, with no functions of its own, and makes
 -- lib's only off its common path: a master makes a script's functions anew
@@ -29,10 +45,19 @@ local token, ttl, owner, keep, from, propose, knownID = ARGV[1], ARGV[2], ARGV[3
 -- free), 'take' counts a new grant and takes a plain lock's key over from
 -- ARGV[5], 'again' reports a grant made here before (a retried request that
 -- already took effect, or a new hold on a reentrant lock of this owner).
--- Any other request is refused.
+-- Any other request is refused. A free key is granted only when nobody
+-- queues, or this waiter heads the queue (barred when not). L holds lib's
+-- functions once a path needed them.
+local L
+local head = redis.call('ZRANGE', queue, 0, 0)[1]
+if head then
+  L = lib()
+  head = L.queueHead(queue, leases)
+end
+local barred = head and head ~= waiter
 local act, holder, kind
 if owner == '' then
-  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+  if not barred and redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     act = 'grant'
   else
     holder = redis.pcall('GET', lock)
@@ -44,7 +69,7 @@ if owner == '' then
   end
 else
   kind = redis.call('TYPE', lock).ok
-  if kind == 'none' then
+  if kind == 'none' and not barred then
     act = 'grant'
   elseif kind == 'hash' and redis.call('HGET', lock, 'owner') == owner then
     act = 'again'
@@ -65,7 +90,12 @@ if not act then
       holder = '?'
     end
   end
-  return {0, redis.call('PTTL', lock), holder}
+  if waiter ~= '' and redis.call('EXISTS', KEYS[8]) == 0 then
+    L = L or lib()
+    L.enqueue(queue, leases, waiter, ticket, tonumber(lease))
+    head = redis.call('ZRANGE', queue, 0, 0)[1]
+  end
+  return {0, redis.call('PTTL', lock), holder, head or ''}
 end
 
 -- Read the tombstone, the stamp, the fence record and the floor in one
@@ -82,9 +112,7 @@ end
 
 -- The epoch the fence data counts in: the stamp's, when the stamp names the
 -- master as the client knows it (the common case: see Cost in fenceEpoch),
--- else what fenceEpoch finds. L holds lib's functions once a path needed
--- them.
-local L
+-- else what fenceEpoch finds.
 local s, f, h, epoch = r[2], tonumber(r[4]), #knownID, nil
 if s and h > 0 and string.byte(s, h + 1) == 32 and string.sub(s, 1, h) == knownID then
   epoch = tonumber(string.match(s, '^(%d+) %d+$', h + 2))
@@ -150,6 +178,12 @@ else
 end
 if owner ~= '' then redis.call('SET', ckey, string.format('%d', c), 'PX', keep) end
 
+-- The waiter has the key: it leaves the queue (a hand-over's waiter may
+-- be queued anywhere in it).
+if waiter ~= '' and (head == waiter or act == 'take') then
+  redis.call('ZREM', queue, waiter)
+  redis.call('ZREM', leases, waiter)
+end
 if act == 'take' then
   redis.call('SET', lock, token, 'PX', ttl)
   return {1, c, 1}

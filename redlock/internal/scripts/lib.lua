@@ -155,6 +155,50 @@ local function lib()
     return e, f
   end
 
+  -- The waiting queue of a key (see acquire.lua): queue holds the waiters'
+  -- ids scored by their tickets, leases when each one's place ends, in ms of
+  -- the master's clock. A waiter that stops renewing its lease (it died, or
+  -- it is cut off in a minority) drops out of the queue once it ends.
+  local function clock()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+
+  -- queueHead drops the waiters at the front of queue whose lease has ended
+  -- (or who have none), and returns the first one left, or false.
+  local function queueHead(queue, leases)
+    local now = clock()
+    while true do
+      local head = redis.call('ZRANGE', queue, 0, 0)[1]
+      if not head then return false end
+      local ends = tonumber(redis.call('ZSCORE', leases, head))
+      if ends and ends > now then return head end
+      redis.call('ZREM', queue, head)
+      redis.call('ZREM', leases, head)
+    end
+  end
+
+  -- enqueue puts waiter in queue at its ticket, where it stays if it is
+  -- there, and renews its lease to lease ms from now. Both keys live at
+  -- least as long as the longest lease in them, so a queue nobody renews
+  -- expires whole.
+  local function enqueue(queue, leases, waiter, ticket, lease)
+    redis.call('ZADD', queue, ticket, waiter)
+    redis.call('ZADD', leases, clock() + lease, waiter)
+    for _, k in ipairs({queue, leases}) do
+      if redis.call('PTTL', k) < lease then redis.call('PEXPIRE', k, lease) end
+    end
+  end
+
+  -- announce publishes message on channel, with SPUBLISH when sharded is
+  -- '1'. It reports false when the master refused the announcement.
+  local function announce(channel, sharded, message)
+    local publish = 'PUBLISH'
+    if sharded == '1' then publish = 'SPUBLISH' end
+    local ok = redis.pcall(publish, channel, message)
+    return not (type(ok) == 'table' and ok.err)
+  end
+
   -- counter returns the count of a grant made here before: a reentrant lock's
   -- record c (as read) while it is from this epoch, else the node's floor f,
   -- which is at least that count, or the clock seed if the node has no floor.
@@ -166,5 +210,6 @@ local function lib()
   end
 
   return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter,
-    fenceEpoch = fenceEpoch, counter = counter}
+    fenceEpoch = fenceEpoch, counter = counter, queueHead = queueHead, enqueue = enqueue,
+    announce = announce}
 end

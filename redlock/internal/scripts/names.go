@@ -42,13 +42,15 @@ func (n Names) OfToken(key, token string) KeyNames {
 		floor    = ReservedPrefix + "fence-floor"
 		stamp    = ":stamp"
 		released = ReservedPrefix + "released:"
+		queue    = ReservedPrefix + "queue:"
+		leases   = ReservedPrefix + "queue-leases:"
 		void     = ReservedPrefix + "void:"
 		braced   = tagLen + 2 // "{" + tag + "}"
 	)
 	ns := n.NS
 	k := KeyNames{n: n, lock: n.Lock(key), token: token}
 	var b strings.Builder
-	b.Grow(4*len(ns) + 2*len(key) + len(fence) + len(floor) + 1 + len(stamp) + len(released) + len(void) + 4*braced + len(token))
+	b.Grow(6*len(ns) + 4*len(key) + len(fence) + len(floor) + 1 + len(stamp) + len(released) + len(queue) + len(leases) + len(void) + 6*braced + len(token))
 	s := slot.Of(k.lock)
 	tagged := func(prefix string) { // ns, prefix, the hash tag
 		b.WriteString(ns)
@@ -74,6 +76,12 @@ func (n Names) OfToken(key, token string) KeyNames {
 	tagged(released)
 	b.WriteString(key)
 	k.channel = b.Len()
+	tagged(queue)
+	b.WriteString(key)
+	k.queue = b.Len()
+	tagged(leases)
+	b.WriteString(key)
+	k.leases = b.Len()
 	if token != "" {
 		tagged(void)
 		b.WriteString(token)
@@ -89,11 +97,12 @@ const tagLen = 5
 // several of them. all holds them one after the other: the fence counter
 // up to fence, the floor up to floor, its stamp's suffix up to stamp (the
 // stamp is the floor's name and the suffix), the channel up to channel,
-// then token's tombstone when there is a token.
+// the waiting queue up to queue, its leases up to leases, then token's
+// tombstone when there is a token.
 type KeyNames struct {
-	n                                 Names
-	lock, all, token                  string
-	tag, fence, floor, stamp, channel int // offsets in all; tag: of the braced hash tag
+	n                                                Names
+	lock, all, token                                 string
+	tag, fence, floor, stamp, channel, queue, leases int // offsets in all; tag: of the braced hash tag
 }
 
 // Lock is where the lock itself is kept.
@@ -108,7 +117,7 @@ func (k KeyNames) Floor() string { return k.all[k.fence:k.floor] }
 // Void is the tombstone a roll-back or a release leaves for a token.
 func (k KeyNames) Void(token string) string {
 	if token == k.token && token != "" {
-		return k.all[k.channel:]
+		return k.all[k.leases:]
 	}
 	return k.n.NS + ReservedPrefix + "void:" + k.all[k.tag:k.tag+tagLen+2] + token
 }
@@ -118,6 +127,14 @@ func (k KeyNames) Stamp() string { return k.all[k.fence:k.stamp] }
 
 // Channel is where releases of the key are announced.
 func (k KeyNames) Channel() string { return k.all[k.stamp:k.channel] }
+
+// Queue is the key's waiting queue: a sorted set of the waiters' ids,
+// scored by their tickets (see acquire.lua).
+func (k KeyNames) Queue() string { return k.all[k.channel:k.queue] }
+
+// Leases holds when each waiter's place in Queue ends, on the master's
+// clock: a sorted set of the waiters' ids, scored in milliseconds.
+func (k KeyNames) Leases() string { return k.all[k.queue:k.leases] }
 
 // Fence is the key's fencing counter.
 func (n Names) Fence(key string) string { return n.Of(key).Fence() }

@@ -28,7 +28,8 @@ func TestNames_ShareTheKeysSlot(t *testing.T) {
 			lock := n.Lock(key)
 			require.Equal(t, ns+key, lock)
 			want := slot.Of(lock)
-			for _, name := range []string{n.Fence(key), n.Floor(key), n.Void(key, "tok{en}"), n.Stamp(key), n.Channel(key)} {
+			k := n.Of(key)
+			for _, name := range []string{n.Fence(key), n.Floor(key), n.Void(key, "tok{en}"), n.Stamp(key), n.Channel(key), k.Queue(), k.Leases()} {
 				assert.Equal(t, want, slot.Of(name), "ns %q key %q: %q", ns, key, name)
 				assert.True(t, strings.HasPrefix(name, ns+ReservedPrefix), "%q is below the namespace and the reserved prefix", name)
 			}
@@ -41,7 +42,8 @@ func TestNames_Distinct(t *testing.T) {
 	n := Names{NS: "app:"}
 	seen := map[string]string{}
 	for _, key := range keysForNames {
-		for _, name := range []string{n.Lock(key), n.Fence(key), n.Void(key, key), n.Channel(key)} {
+		k := n.Of(key)
+		for _, name := range []string{n.Lock(key), n.Fence(key), n.Void(key, key), n.Channel(key), k.Queue(), k.Leases()} {
 			prev, dup := seen[name]
 			assert.False(t, dup, "%q names both %q and %q", name, prev, key)
 			seen[name] = key
@@ -73,6 +75,8 @@ func TestNames_Spelling(t *testing.T) {
 				assert.Equal(t, ns+"quorumlock:void:{"+tag+"}tok", k.Void("tok"))
 				assert.Equal(t, ns+"quorumlock:void:{"+tag+"}other", k.Void("other"))
 				assert.Equal(t, ns+"quorumlock:released:{"+tag+"}"+key, k.Channel())
+				assert.Equal(t, ns+"quorumlock:queue:{"+tag+"}"+key, k.Queue())
+				assert.Equal(t, ns+"quorumlock:queue-leases:{"+tag+"}"+key, k.Leases())
 			}
 		}
 	}

@@ -46,13 +46,13 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	}
 	if r.Fence != 0 {
 		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Fence(), k.Floor(),
+			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(),
 			r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep),
 		}
-		return driver.Call{Script: s.Release, Keys: kv[:4:4], Args: kv[4:]}
+		return driver.Call{Script: s.Release, Keys: kv[:6:6], Args: kv[6:]}
 	}
-	kv := []string{k.Lock(), k.Void(r.Token), r.Token, r.Owner, channel, tomb, sharded}
-	return driver.Call{Script: s.Release, Keys: kv[:2:2], Args: kv[2:]}
+	kv := []string{k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), r.Token, r.Owner, channel, tomb, sharded}
+	return driver.Call{Script: s.Release, Keys: kv[:4:4], Args: kv[4:]}
 }
 
 // Released is a master's answer to a Release.

@@ -1,5 +1,6 @@
 -- Releases a lock this token holds, or rolls back a failed attempt.
--- KEYS[1] lock, KEYS[2] the token's tombstone
+-- KEYS[1] lock, KEYS[2] the token's tombstone, KEYS[3] the key's waiting
+-- queue, KEYS[4] its leases (see acquire.lua)
 -- ARGV[1] token, ARGV[2] owner or '',
 -- ARGV[3] the channel to announce a freed key on, or '' to announce nothing
 -- (a roll-back: the lock was never held),
@@ -12,26 +13,30 @@
 -- ARGV[6] '' or a fence to raise the node's fence floor to first, as
 -- fence.lua does, when the token holds the key here: a master that granted
 -- outside the quorum, below the fence, then agrees with the others on the
--- next count. With it, KEYS[3] the key's fence record, KEYS[4] the node's
+-- next count. With it, KEYS[5] the key's fence record, KEYS[6] the node's
 -- fence floor, and ARGV[7] how long a new fence record is kept, in ms.
+-- The announcement names the head of the key's waiting queue, the one
+-- waiter a new grant may go to, or is '' when nobody is queued here.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
 -- token. A failed announcement never undoes or hides the deletion.
-local lock, void = KEYS[1], KEYS[2]
+local lock, void, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, owner, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
 if not held(lock, token, owner) then return 0 end
-if fence and fence ~= '' then lib().raiseCounter(KEYS[3], KEYS[4], fence, ARGV[7], owner) end
+if fence and fence ~= '' then lib().raiseCounter(KEYS[5], KEYS[6], fence, ARGV[7], owner) end
 if owner ~= '' then
   redis.call('HDEL', lock, 'hold:' .. token)
   if redis.call('HLEN', lock) > 1 then return 2 end
 end
 redis.call('DEL', lock)
 if channel ~= '' then
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if head then head = lib().queueHead(queue, leases) end
   local publish = 'PUBLISH'
   if sharded == '1' then publish = 'SPUBLISH' end
-  local ok = redis.pcall(publish, channel, lock)
+  local ok = redis.pcall(publish, channel, head or '')
   if type(ok) == 'table' and ok.err then return 3 end
 end
 return 1

@@ -19,7 +19,7 @@ var files embed.FS
 
 // Set is the lock's scripts, each prefixed with lib.lua.
 type Set struct {
-	Acquire, Extend, Release, Fence, Inspect *driver.Script
+	Acquire, Extend, Release, Fence, Inspect, Leave *driver.Script
 
 	// rendered remembers durations as the scripts take them: a client
 	// mostly asks for the same few TTLs, and each would cost an allocation
@@ -57,6 +57,7 @@ func New() *Set {
 		Release: mk("release"),
 		Fence:   mk("fence"),
 		Inspect: mk("inspect"),
+		Leave:   mk("leave"),
 	}
 	s.Acquire.TakesHint = true
 	return s

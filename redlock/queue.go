@@ -1,0 +1,101 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+)
+
+// place is a Lock call's place in its key's waiting queue on the masters
+// (see The queue in internal/scripts/acquire.lua). A master grants a free
+// key only to its queue's head, so that waiters of every client take the
+// key in turn, and a release wakes the head alone: it announces the head's
+// id, which only the client waiting with that place acts on.
+//
+// The ticket orders the places: the client's clock, in microseconds, when
+// the call began, the same on every master, so that masters holding the
+// same waiters order them alike. Waiters of different clients are served
+// in the order their calls began, within the skew of the clients' clocks.
+//
+// A place lasts the client's queue lease on each master, and the waiter
+// renews it with each attempt, every lease/3 at least. A waiter whose last
+// round was answered by fewer masters than a quorum does not renew (see
+// Client.Lock): cut off in a minority, it cannot take the key, and its
+// places there end with their leases instead of holding up the waiters
+// behind it. So a dead or cut-off waiter holds up the queue at most one
+// lease after its last renewal.
+type place struct {
+	id     string
+	ticket int64
+	sent   atomic.Bool // an acquire queuing at this place was sent: it may be queued
+}
+
+// newPlace returns a place for a Lock call that begins now.
+func (c *Client) newPlace() (*place, error) {
+	id, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	return &place{id: id, ticket: c.o.clock.Now().UnixMicro()}, nil
+}
+
+// queueAt sets req to queue at p, when p is not nil.
+func (c *Client) queueAt(req *request, p *place) {
+	if p == nil {
+		return
+	}
+	req.waiter, req.ticket, req.lease = p.id, p.ticket, c.o.queueLease
+	p.sent.Store(true)
+}
+
+// inLine reads where waiter stands in the masters' queues after round r.
+// behind: other waiters head the queue on so many masters that it cannot
+// win a quorum before they go; it waits for the release that names it, or
+// renews its place. first: it heads the queue on a quorum of masters, so
+// only the holder stands between it and the key; it waits for the release
+// that names it, or the holder's TTL.
+func (c *Client) inLine(r round, waiter string) (behind, first bool) {
+	others, heads := 0, 0
+	for i := range r.res.Nodes() {
+		a, _, ok := r.answer(i)
+		if !ok || a.err != nil || a.grant.OK || a.grant.Head == "" {
+			continue
+		}
+		if a.grant.Head == waiter {
+			heads++
+		} else {
+			others++
+		}
+	}
+	return others > len(c.nodes)-c.quorum, waiter != "" && heads >= c.quorum
+}
+
+// answered counts the masters that answered round r, granting or refusing.
+func answered(r round) int {
+	t := r.count()
+	return t.yes + t.abstained + t.refused
+}
+
+// leave takes a finished Lock call's place out of the masters' queues
+// where it may remain: on every master but those that granted the call
+// its lock, which took it out themselves. It runs in the background, one
+// node timeout a master, and is not retried: a place left behind ends
+// with its lease. Close waits for it.
+func (c *Client) leave(key string, p *place, granted []int) {
+	if p == nil || !p.sent.Load() {
+		return
+	}
+	for i := range c.nodes {
+		if slices.Contains(granted, i) {
+			continue
+		}
+		c.spawn(func() {
+			ctx, cancel := c.o.clock.WithTimeout(context.Background(), c.o.nodeTimeout)
+			defer cancel()
+			if err := c.nodes[i].leave(ctx, key, p.id, c.o.queueLease); err != nil {
+				c.o.logger.Debug("redlock: leaving the waiting queue failed; the place ends with its lease",
+					"addr", c.nodes[i].addr(), "key", key, "err", err)
+			}
+		})
+	}
+}

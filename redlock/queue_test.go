@@ -1,0 +1,295 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// The waiting queue on the masters (see place and acquire.lua's The queue),
+// on Redis 7 and on Redis 6.0, the oldest the library runs on.
+var queueVersions = []struct {
+	name  string
+	start func(t *testing.T, n int) []*redistest.Server
+}{
+	{"redis7", masters},
+	{"redis6.0", func(t *testing.T, n int) []*redistest.Server {
+		if aclSuite() {
+			t.Skip("the ACL suite runs on Redis 7")
+		}
+		return masters60(t, n)
+	}},
+}
+
+// queued returns how many waiters queue for key on s.
+func queued(t *testing.T, s *redistest.Server, key string) int {
+	t.Helper()
+	n, err := redis.Int(do(t, s, "ZCARD", suiteNames().Of(key).Queue()), nil)
+	require.NoError(t, err)
+	return n
+}
+
+// waitQueued waits until n waiters queue for key on every server.
+func waitQueued(t *testing.T, key string, n int, srv []*redistest.Server) {
+	t.Helper()
+	for _, s := range srv {
+		require.Eventually(t, func() bool { return queued(t, s, key) == n }, 5*time.Second, time.Millisecond,
+			"%s never had %d waiters for %q", s.Addr(), n, key)
+	}
+}
+
+// queueLeft reports whether anything of key's queue is left on s.
+func queueLeft(t *testing.T, s *redistest.Server, key string) bool {
+	t.Helper()
+	k := suiteNames().Of(key)
+	n, err := redis.Int(do(t, s, "EXISTS", k.Queue(), k.Leases()), nil)
+	require.NoError(t, err)
+	return n > 0
+}
+
+// placeOn queues a waiter for key on every master of c, as a Lock call's
+// attempt does, without a Lock call behind it: a waiter that then died.
+func placeOn(t *testing.T, c *Client, key, waiter string, ticket int64, lease time.Duration) {
+	t.Helper()
+	for i, n := range c.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		g, err := n.acquire(ctx, request{key: key, token: "dead-" + waiter, ttl: time.Second, waiter: waiter, ticket: ticket, lease: lease})
+		cancel()
+		require.NoError(t, err, "master %d", i)
+		require.False(t, g.OK, "master %d granted the key: the test needs it held", i)
+	}
+}
+
+// Waiters of separate clients take the key in the order their Lock calls
+// began. With every waiter woken by each release and racing for the key,
+// five waiters come out in this order once in 120 runs.
+func TestIntegration_Queue_ClientsTakeTheKeyInTheOrderTheyCame(t *testing.T) {
+	for _, v := range queueVersions {
+		t.Run(v.name, func(t *testing.T) {
+			srv := v.start(t, 5)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			holder := client(t, srv)
+			l, err := holder.TryLock(ctx, "fifo", 10*time.Second)
+			require.NoError(t, err)
+			const n = 5
+			var mu sync.Mutex
+			var order []int
+			var wg sync.WaitGroup
+			for i := range n {
+				c := client(t, srv)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l, err := c.Lock(ctx, "fifo", 5*time.Second)
+					if !assert.NoError(t, err, "waiter %d", i) {
+						return
+					}
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					time.Sleep(5 * time.Millisecond)
+					assert.NoError(t, l.Release(ctx))
+				}()
+				waitQueued(t, "fifo", i+1, srv) // the next call begins once this one queues
+			}
+			require.NoError(t, l.Release(ctx))
+			wg.Wait()
+			assert.Equal(t, []int{0, 1, 2, 3, 4}, order)
+			for _, s := range srv {
+				assert.Eventually(t, func() bool { return !queueLeft(t, s, "fifo") }, 2*time.Second, 5*time.Millisecond,
+					"%s keeps a queue for the key", s.Addr())
+			}
+		})
+	}
+}
+
+// attempts counts the attempts a client makes.
+type attempts struct{ n atomic.Int64 }
+
+func (a *attempts) Start(ctx context.Context, _ Op, _ string) context.Context { return ctx }
+
+func (a *attempts) Observe(_ context.Context, ev Event) {
+	if ev.Kind == KindAttempt {
+		a.n.Add(1)
+	}
+}
+
+// A release wakes the head of the line alone: separate clients contending
+// for one key make about two attempts per lock, the one that queues a
+// Lock call and the one its turn brings, where waking every waiter makes
+// each of them try (about 6 attempts per lock for 6 clients).
+func TestIntegration_Queue_ReleaseWakesOnlyTheHead(t *testing.T) {
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const clients, rounds = 6, 15
+	var tries attempts
+	var wg sync.WaitGroup
+	var holders atomic.Int32
+	for range clients {
+		c := client(t, srv, WithObserver(&tries))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := c.Lock(ctx, "herd", 5*time.Second)
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Equal(t, int32(1), holders.Add(1), "two holders at once")
+				time.Sleep(time.Millisecond)
+				holders.Add(-1)
+				assert.NoError(t, l.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	per := float64(tries.n.Load()) / (clients * rounds)
+	t.Logf("%d clients, %d locks each: %.2f attempts per lock", clients, rounds, per)
+	assert.Less(t, per, 3.2, "attempts per lock")
+}
+
+// A waiter that died holds up the line at most about 4/3 of its lease:
+// its place ends, and the next waiter, renewing its own every third of the
+// lease, finds itself at the head.
+func TestIntegration_Queue_DeadWaiterHoldsUpTheLineAtMostItsLease(t *testing.T) {
+	for _, v := range queueVersions {
+		t.Run(v.name, func(t *testing.T) {
+			srv := v.start(t, 5)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			const lease = 300 * time.Millisecond
+			holder := client(t, srv, WithQueueLease(lease))
+			l, err := holder.TryLock(ctx, "dead", 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "dead", srv...)
+			// The dead waiter came first: its ticket is the smallest.
+			placeOn(t, holder, "dead", "ghost", 1, lease)
+			placed := time.Now()
+			next := client(t, srv, WithQueueLease(lease))
+			got := make(chan time.Time, 1)
+			go func() {
+				l, err := next.Lock(ctx, "dead", time.Second)
+				if assert.NoError(t, err) {
+					got <- time.Now()
+					assert.NoError(t, l.Release(ctx))
+				}
+			}()
+			waitQueued(t, "dead", 2, srv)
+			require.NoError(t, l.Release(ctx))
+			select {
+			case at := <-got:
+				waited := at.Sub(placed)
+				t.Logf("the next waiter had the key %v after the dead one's last renewal", waited)
+				assert.Less(t, waited, lease*4/3+250*time.Millisecond, "held up longer than the lease allows")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the dead waiter held up the line for good")
+			}
+		})
+	}
+}
+
+// A Lock whose ctx ends leaves the line at once, not at the end of its
+// lease, and the waiter behind it moves up.
+func TestIntegration_Queue_CancelledWaiterLeavesAtOnce(t *testing.T) {
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder := client(t, srv, WithQueueLease(10*time.Second))
+	l, err := holder.TryLock(ctx, "cancel", 10*time.Second)
+	require.NoError(t, err)
+	first := client(t, srv, WithQueueLease(10*time.Second))
+	firstCtx, stop := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := first.Lock(firstCtx, "cancel", time.Second)
+		gaveUp <- err
+	}()
+	waitQueued(t, "cancel", 1, srv)
+	second := client(t, srv, WithQueueLease(10*time.Second))
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := second.Lock(ctx, "cancel", time.Second)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitQueued(t, "cancel", 2, srv)
+	stop()
+	require.ErrorIs(t, <-gaveUp, context.Canceled)
+	waitQueued(t, "cancel", 1, srv) // well within the 10 s lease
+	released := time.Now()
+	require.NoError(t, l.Release(ctx))
+	select {
+	case l2 := <-got:
+		t.Logf("the second waiter had the key %v after the release", time.Since(released))
+		assert.NoError(t, l2.Release(ctx))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter behind a cancelled one did not get the key")
+	}
+}
+
+// TryLock does not take a free key that others queue for, and takes it
+// once they are gone.
+func TestIntegration_Queue_TryLockDoesNotJumpTheLine(t *testing.T) {
+	srv := masters(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := client(t, srv)
+	l, err := c.TryLock(ctx, "line", 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "line", srv...)
+	placeOn(t, c, "line", "early", 1, 10*time.Second)
+	require.NoError(t, l.Release(ctx))
+
+	_, err = c.TryLock(ctx, "line", time.Second)
+	require.ErrorIs(t, err, ErrNotObtained, "the key is free, but a waiter queues for it")
+	for _, s := range srv {
+		assert.Equal(t, 1, queued(t, s, "line"), "TryLock does not queue")
+	}
+
+	for _, n := range c.nodes {
+		require.NoError(t, n.leave(ctx, "line", "early", time.Second))
+	}
+	l, err = c.TryLock(ctx, "line", time.Second)
+	require.NoError(t, err, "nobody queues any more")
+	require.NoError(t, l.Release(ctx))
+	for _, s := range srv {
+		assert.False(t, queueLeft(t, s, "line"), "%s keeps a queue for the key", s.Addr())
+	}
+}
+
+// A queue nobody renews expires whole: its keys live no longer than the
+// longest lease in them.
+func TestIntegration_Queue_ExpiresWithItsLeases(t *testing.T) {
+	srv := masters(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := client(t, srv)
+	l, err := c.TryLock(ctx, "gone", 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "gone", srv...)
+	placeOn(t, c, "gone", "w1", 1, 200*time.Millisecond)
+	placeOn(t, c, "gone", "w2", 2, 400*time.Millisecond)
+	k := suiteNames().Of("gone")
+	for _, s := range srv {
+		for _, key := range []string{k.Queue(), k.Leases()} {
+			ttl, err := redis.Int64(do(t, s, "PTTL", key), nil)
+			require.NoError(t, err)
+			assert.Greater(t, ttl, int64(200), "%s lives at least the longest lease", key)
+			assert.LessOrEqual(t, ttl, int64(400), "%s lives no longer than the longest lease", key)
+		}
+	}
+	for _, s := range srv {
+		assert.Eventually(t, func() bool { return !queueLeft(t, s, "gone") }, 2*time.Second, 10*time.Millisecond)
+	}
+	require.NoError(t, l.Release(ctx))
+}
