@@ -74,8 +74,13 @@ type WaitBounds struct {
 	// default).
 	Lease time.Duration
 	// Idle is the longest the key may stay free while a live waiter waits
-	// and a quorum of masters is up (B_idle).
+	// and a quorum of masters is up, counted from the death of a waiter
+	// (B_idle).
 	Idle time.Duration
+	// Live is the longest it may stay free so when no waiter died within
+	// Idle before: the next try of the line's head, a heartbeat away at
+	// most.
+	Live time.Duration
 	// Handoff is what each place in line may cost besides the holds
 	// themselves: the holder's release round, the announcement to the next
 	// waiter, and its acquisition round.
@@ -122,16 +127,20 @@ func (j Judged) Share() float64 {
 type Gap struct {
 	Key      string
 	From, To time.Duration
-	// Since is where the allowance counts from: From, or the last death of
-	// a waiter within the gap.
-	Since time.Duration
+	// Allowed is when the stretch had to end: Live after From, or Idle
+	// after the death of a waiter, for the deaths that came while it was
+	// still allowed (or before it began).
+	Allowed time.Duration
+	// Deaths counts the waiters' deaths that extended Allowed.
+	Deaths int
 }
 
 // Length returns To - From.
 func (g Gap) Length() time.Duration { return g.To - g.From }
 
-// Counted returns To - Since, which must not pass the Idle bound.
-func (g Gap) Counted() time.Duration { return g.To - g.Since }
+// Over returns how long the stretch outlasted its allowance; <= 0 when it
+// did not.
+func (g Gap) Over() time.Duration { return g.To - g.Allowed }
 
 // Waits is the result of checker C5.
 type Waits struct {
@@ -160,18 +169,25 @@ func (w Waits) OK() bool { return len(w.Stuck) == 0 && len(w.Idle) == 0 && len(w
 // many tries), the holds, and the stretches without a quorum (QuorumDown),
 // and checks two things, per key.
 //
-// (i) The key is never free for longer than Idle while a live waiter waits
-// and a quorum is up. A free key is granted to the head of the line within
-// a round trip of its release (the release announces the head) or of the
-// holder's TTL running out (the head retries then). The exception is a
+// (i) The key never stays free long while a live waiter waits and a quorum
+// is up. A free key is granted to the head of the line within a round trip
+// of its release (the release announces the head) or of the holder's TTL
+// running out (the head retries then), and where the masters disagree on
+// the head (one restarted empty, one cut off and back), within the head's
+// next try, at most a heartbeat (Lease/3) away: the stretch lasts at most
+// Live (Lease/3 and some slack; 1 s in scenario 16). The exception is a
 // head that died: its place stays until its lease ends, at most Lease after
 // its last renewal, and the next waiter notices at its next heartbeat, at
-// most Lease/3 later. So the key stays free for at most 4·Lease/3 and a
-// round trip, counted from the moment it became free or from the death of a
-// waiter within the gap, whichever is later: with the default lease of 2 s,
+// most Lease/3 later. So after the death of a waiter the key stays free for
+// at most 4·Lease/3 and a round trip: with the default lease of 2 s,
 // 2.67 s. Idle adds what a loaded machine needs on top (3.5 s in scenario
-// 16). A herd has no such gaps: every release wakes everyone. A line
-// without lease expiry stalls on a dead head for as long as its keys live.
+// 16). A stretch may therefore last until Live after it began, or Idle
+// after a death that came before that allowance ran out (or before the
+// stretch began), whichever is later, and so on for the deaths within the
+// allowance so extended. A herd has no such gaps: every release wakes
+// everyone. A line without lease expiry stalls on a dead head for as long
+// as its keys live; one that loses its head when masters disagree stalls
+// with every waiter alive.
 //
 // (ii) Each call waits at most for those ahead of it. In a line ordered by
 // when the calls began waiting, a call that joins with k others waiting
@@ -309,16 +325,20 @@ func (w *Waits) key(key string, calls []history.Attempt, holds []history.Hold, d
 		held = append(held, Span{h.Acquired, h.End()})
 	}
 	for _, g := range subtract(subtract(union(waiting), union(held)), down) {
-		gap := Gap{Key: key, From: g.From, To: g.To, Since: g.From}
-		for _, d := range deaths {
-			if d >= g.From && d < g.To {
-				gap.Since = d
+		gap := Gap{Key: key, From: g.From, To: g.To, Allowed: g.From + b.Live}
+		for _, d := range deaths { // sorted
+			if d >= g.To || d > gap.Allowed {
+				break
+			}
+			if d+b.Idle > gap.Allowed {
+				gap.Allowed = d + b.Idle
+				gap.Deaths++
 			}
 		}
 		if gap.Length() > w.LongestIdle.Length() {
 			w.LongestIdle = gap
 		}
-		if gap.Counted() > b.Idle {
+		if gap.Over() > 0 {
 			w.Idle = append(w.Idle, gap)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // The bounds scenario 16 uses, with the design's lease of 2 s.
-var queueBounds = WaitBounds{Lease: 2 * time.Second, Idle: 3500 * ms, Handoff: 100 * ms, Skew: 50 * ms, Overtakes: 2}
+var queueBounds = WaitBounds{Lease: 2 * time.Second, Idle: 3500 * ms, Live: time.Second, Handoff: 100 * ms, Skew: 50 * ms, Overtakes: 2}
 
 // line builds a history of Lock calls on key "k": each call is a client,
 // its start, and whether it was killed (then it ends at kill) or got the
@@ -158,14 +158,15 @@ func TestWaiting_DeadHeadStallsWithinItsLeaseOrFires(t *testing.T) {
 			l.grant(next, released+tt.stall, 20*ms)
 			w := Waiting(l.attempts, l.holds, nil, queueBounds)
 			assert.Equal(t, tt.stall, w.LongestIdle.Length())
-			assert.Equal(t, released, w.LongestIdle.Since)
+			assert.Equal(t, 50*ms+3500*ms, w.LongestIdle.Allowed, "Idle from the death")
+			assert.Equal(t, 1, w.LongestIdle.Deaths)
 			j := w.Longest
 			assert.Equal(t, 2, j.Call.Client)
 			assert.Equal(t, 1, j.Deaths)
 			assert.Equal(t, 1, j.Ahead, "the dead head; the holder's call had ended")
 			if tt.fires {
 				require.Len(t, w.Idle, 1)
-				assert.Equal(t, Gap{Key: "k", From: released, To: released + tt.stall, Since: released}, w.Idle[0])
+				assert.Equal(t, Gap{Key: "k", From: released, To: released + tt.stall, Allowed: 3550 * ms, Deaths: 1}, w.Idle[0])
 				require.Len(t, w.Stuck, 1)
 			} else {
 				assert.True(t, w.OK(), "stuck %+v idle %+v", w.Stuck, w.Idle)
@@ -174,20 +175,54 @@ func TestWaiting_DeadHeadStallsWithinItsLeaseOrFires(t *testing.T) {
 	}
 }
 
-func TestWaiting_GapCountsFromTheLastDeathWithinIt(t *testing.T) {
-	// The key is free from 100 ms; a waiter dies at 2 s within the gap,
-	// and the next is served 3 s after that death: 4.9 s of free key, of
-	// which 3 s count.
+func TestWaiting_GapAllowanceRunsFromTheDeaths(t *testing.T) {
+	// The key is free from 100 ms, with every waiter alive. A waiter that
+	// dies within the first second of it extends the allowance to Idle
+	// after its death; one that dies later comes after a stall of live
+	// waiters, which fires.
+	for _, tt := range []struct {
+		name         string
+		death, grant time.Duration
+		allowed      time.Duration
+		fires        bool
+	}{
+		{"a death within Live: Idle from it", 800 * ms, 4200 * ms, 4300 * ms, false},
+		{"a death within Live, served too late", 800 * ms, 4500 * ms, 4300 * ms, true},
+		{"a death after a live stall of over Live", 2 * time.Second, 2100 * ms, 1100 * ms, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l line
+			holder := l.call(0, 0)
+			dead := l.call(1, 10*ms)
+			next := l.call(2, 20*ms)
+			released := l.grant(holder, 0, 100*ms)
+			l.kill(dead, tt.death)
+			l.grant(next, tt.grant, 20*ms)
+			w := Waiting(l.attempts, l.holds, nil, queueBounds)
+			assert.Equal(t, released, w.LongestIdle.From)
+			assert.Equal(t, tt.allowed, w.LongestIdle.Allowed)
+			assert.Equal(t, tt.fires, len(w.Idle) > 0)
+		})
+	}
+}
+
+func TestWaiting_LiveWaitersStalledFires(t *testing.T) {
+	// Three live waiters, the key free for 1.2 s after a release, nobody
+	// dead: the head's next try is a heartbeat away at most.
 	var l line
 	holder := l.call(0, 0)
-	dead := l.call(1, 10*ms)
-	next := l.call(2, 20*ms)
-	released := l.grant(holder, 0, 100*ms)
-	l.kill(dead, 2*time.Second)
-	l.grant(next, 5*time.Second, 20*ms)
+	a, b := l.call(1, 10*ms), l.call(2, 20*ms)
+	released := l.grant(holder, 0, 20*ms)
+	done := l.grant(a, released+1200*ms, 20*ms)
+	l.grant(b, done+3*ms, 20*ms)
 	w := Waiting(l.attempts, l.holds, nil, queueBounds)
-	assert.Equal(t, Gap{Key: "k", From: released, To: 5 * time.Second, Since: 2 * time.Second}, w.LongestIdle)
-	assert.Empty(t, w.Idle)
+	require.Len(t, w.Idle, 1)
+	assert.Equal(t, Gap{Key: "k", From: released, To: released + 1200*ms, Allowed: released + time.Second}, w.Idle[0])
+	assert.Equal(t, 200*ms, w.Idle[0].Over())
+	// Within Live it passes.
+	bs := queueBounds
+	bs.Live = 1300 * ms
+	assert.Empty(t, Waiting(l.attempts, l.holds, nil, bs).Idle)
 }
 
 func TestWaiting_TimeWithoutQuorumIsNotCounted(t *testing.T) {
@@ -195,14 +230,14 @@ func TestWaiting_TimeWithoutQuorumIsNotCounted(t *testing.T) {
 	holder := l.call(0, 0)
 	next := l.call(1, 10*ms)
 	released := l.grant(holder, 0, 100*ms)
-	l.grant(next, 8*time.Second, 20*ms)
+	l.grant(next, 7800*ms, 20*ms)
 	down := []Span{{200 * ms, 7 * time.Second}}
 
 	w := Waiting(l.attempts, l.holds, down, queueBounds)
 	assert.True(t, w.OK(), "stuck %+v idle %+v", w.Stuck, w.Idle)
-	assert.Equal(t, 8*time.Second-10*ms-(7*time.Second-200*ms), w.Longest.Waited)
+	assert.Equal(t, 7800*ms-10*ms-(7*time.Second-200*ms), w.Longest.Waited)
 	assert.Equal(t, 1, w.Longest.Recoveries)
-	assert.Equal(t, time.Second, w.LongestIdle.Length(), "from the quorum's return to the grant")
+	assert.Equal(t, 800*ms, w.LongestIdle.Length(), "from the quorum's return to the grant")
 
 	// With the quorum up throughout, the same history fires both ways.
 	w = Waiting(l.attempts, l.holds, nil, queueBounds)

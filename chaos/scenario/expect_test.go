@@ -282,7 +282,7 @@ func TestExpectations_QueuedWaiters(t *testing.T) {
 			r.C5.Passed = []check.Judged{{Call: history.Attempt{Client: 3}, Waited: 200 * time.Millisecond, Bound: time.Second, Overtaken: 9}}
 		}, true},
 		{"the key free too long while someone waited", func(r *Result) {
-			r.C5.Idle = []check.Gap{{Key: "chaos-16", From: time.Second, To: 5 * time.Second, Since: time.Second}}
+			r.C5.Idle = []check.Gap{{Key: "chaos-16", From: time.Second, To: 5 * time.Second, Allowed: 2 * time.Second}}
 		}, true},
 		{"a Lock call failed otherwise", func(r *Result) {
 			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: time.Second, Err: redlock.ErrClosed})

@@ -45,11 +45,11 @@ func quorumDown(s *Scenario, faults []history.Fault, end time.Duration) []check.
 
 // w5Summary sums C5's verdict up in one line.
 func w5Summary(w check.Waits) string {
-	return fmt.Sprintf("C5: %d Lock calls; longest wait %v (bound %v, %d ahead, %d killed), closest to its bound %v of %v; longest free stretch while someone waited %v; "+
+	return fmt.Sprintf("C5: %d Lock calls; longest wait %v (bound %v, %d ahead, %d killed), closest to its bound %v of %v; longest free stretch while someone waited %v (allowed %v); "+
 		"%d calls overtaken by later ones, at most %d times; %d stuck, %d free stretches and %d calls passed over beyond the bounds",
 		w.Calls, w.Longest.Waited.Round(time.Millisecond), w.Longest.Bound.Round(time.Millisecond), w.Longest.Ahead, w.Longest.Deaths,
 		w.Closest.Waited.Round(time.Millisecond), w.Closest.Bound.Round(time.Millisecond),
-		w.LongestIdle.Length().Round(time.Millisecond), w.Overtaken, w.MostOvertaken.Overtaken, len(w.Stuck), len(w.Idle), len(w.Passed))
+		w.LongestIdle.Length().Round(time.Millisecond), (w.LongestIdle.Allowed - w.LongestIdle.From).Round(time.Millisecond), w.Overtaken, w.MostOvertaken.Overtaken, len(w.Stuck), len(w.Idle), len(w.Passed))
 }
 
 // unstuck wants C5 clean, if the scenario asked for it.
@@ -78,8 +78,12 @@ func unstuck(r *Result) []string {
 			j.Waited.Round(time.Millisecond), j.Bound.Round(time.Millisecond)))
 	}
 	for _, g := range r.C5.Idle {
-		out = append(out, fmt.Sprintf("C5: %s was free from %v to %v while a live waiter waited and a quorum was up: %v counted, over %v",
-			g.Key, g.From.Round(time.Millisecond), g.To.Round(time.Millisecond), g.Counted().Round(time.Millisecond), r.Scenario.Waits.Idle))
+		why := fmt.Sprintf("%v with every waiter alive", r.Scenario.Waits.Live)
+		if g.Deaths > 0 {
+			why = fmt.Sprintf("%v after the death of a waiter", r.Scenario.Waits.Idle)
+		}
+		out = append(out, fmt.Sprintf("C5: %s was free from %v to %v while a live waiter waited and a quorum was up, %v past its allowance (%s)",
+			g.Key, g.From.Round(time.Millisecond), g.To.Round(time.Millisecond), g.Over().Round(time.Millisecond), why))
 	}
 	return out
 }
