@@ -1,4 +1,4 @@
-// Package check holds the suite's four checkers. Each reads a run's history
+// Package check holds the suite's checkers. Each reads a run's history
 // (and, for C4, the masters themselves) and says whether the lock kept its
 // promise:
 //
@@ -8,6 +8,8 @@
 //     after a newer holder had written.
 //   - C4 Leftovers and Liveness: once faults heal and a TTL passes, no
 //     master keeps a failed attempt's token, and the lock can be taken again.
+//   - C5 Waiting: no Lock call stuck longer than its bound while a quorum is
+//     up, and the key never left free for long while someone waits for it.
 //
 // A checker that has never fired proves nothing, so each has tests that feed
 // it a bad history and see it fire.

@@ -16,6 +16,10 @@ type Attempt struct {
 	Start, End time.Duration // on the run's clock
 	OK         bool
 	Err        error // why it failed; nil when OK
+	// Killed is set when the client's process was killed (SIGKILL) while
+	// the call waited: End is the moment of the kill, and the call never
+	// returned.
+	Killed bool
 }
 
 // Latency is how long the attempt took.

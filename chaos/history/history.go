@@ -139,6 +139,18 @@ func (h *History) FaultEnd(id int) {
 	})
 }
 
+// Span records a fault whose start and end are both known, such as a
+// master blocked by a dead client's token until the token expires, and
+// returns its ID. end must not be before start.
+func (h *History) Span(node, client int, kind, label string, start, end time.Duration) int {
+	var id int
+	h.update(func(r *Record) {
+		id = len(r.Faults)
+		r.Faults = append(r.Faults, Fault{ID: id, Node: node, Client: client, Kind: kind, Label: label, Start: start, End: max(end, start+time.Microsecond)})
+	})
+	return id
+}
+
 // Instant records an event without duration, such as a clock jump.
 func (h *History) Instant(node int, kind, label string) {
 	h.update(func(r *Record) {

@@ -36,6 +36,10 @@ func TestFault_EndsOnceAndAfterItsStart(t *testing.T) {
 	h.Instant(0, "clock jump", "n0 clock +4s")
 	f := h.Snapshot().Faults[1]
 	assert.Equal(t, f.Start, f.End)
+	id = h.Span(3, AllClients, "dead token", "n3 blocked", 2*time.Second, 3*time.Second)
+	f = h.Snapshot().Faults[id]
+	assert.Equal(t, [2]time.Duration{2 * time.Second, 3 * time.Second}, [2]time.Duration{f.Start, f.End})
+	assert.False(t, f.Open())
 }
 
 func TestAwait_WakesOnTheChangeThatSatisfiesIt(t *testing.T) {

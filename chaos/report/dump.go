@@ -34,9 +34,9 @@ func Dump(w io.Writer, rec history.Record) error {
 	for _, x := range rec.Writes {
 		p("%d\t%s\t%d\t%d\t%d\t%v\t%v", x.Seq, x.Key, x.Hold, x.Client, x.Fence, x.At, x.Accepted)
 	}
-	p("# attempts: client worker key start end ok token error")
+	p("# attempts: client worker key start end ok killed token error")
 	for _, a := range rec.Attempts {
-		p("%d\t%d\t%s\t%v\t%v\t%v\t%s\t%v", a.Client, a.Worker, a.Key, a.Start, a.End, a.OK, a.Token, a.Err)
+		p("%d\t%d\t%s\t%v\t%v\t%v\t%v\t%s\t%v", a.Client, a.Worker, a.Key, a.Start, a.End, a.OK, a.Killed, a.Token, a.Err)
 	}
 	return b.Flush()
 }

@@ -35,6 +35,10 @@ func style(kind string) kindStyle {
 		return kindStyle{"#117864", "failover to the replica"}
 	case "replica lags":
 		return kindStyle{"#76d7c4", "a shard's replicas cut off (lag)"}
+	case "client killed":
+		return kindStyle{"#c0392b", "client process killed (SIGKILL), until started again"}
+	case "dead token":
+		return kindStyle{"#6c3483", "a killed client's token left on the master, until it expires"}
 	case "shard killed":
 		return kindStyle{"#cb4335", "a shard master killed, until its replica took over"}
 	}

@@ -104,7 +104,7 @@ func (pn panel) draw(p func(string, ...any)) {
 		s := style(band.kind)
 		y := clientsTop + band.client*clientRow
 		w := max(x(band.end)-x(band.start), 1)
-		label := fmt.Sprintf("%s %s", strings.Join(band.nodes, ","), band.kind)
+		label := strings.TrimSpace(fmt.Sprintf("%s %s", strings.Join(band.nodes, ","), band.kind))
 		p(`<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.22"><title>client %d: %s, %s to %s</title></rect>`+"\n",
 			x(band.start), y+1, w, clientRow-2, s.color, band.client, esc(label), seconds(band.start), seconds(band.end))
 		if w > float64(6*len(label)) {

@@ -238,7 +238,9 @@ func linkBands(faults []history.Fault, clients int) []linkBand {
 			m[key] = b
 			order = append(order, key)
 		}
-		b.nodes = append(b.nodes, fmt.Sprintf("n%d", f.Node))
+		if f.Node >= 0 { // a fault of the client itself names no master
+			b.nodes = append(b.nodes, fmt.Sprintf("n%d", f.Node))
+		}
 		b.start, b.end = min(b.start, f.Start), max(b.end, fe)
 	}
 	out := make([]linkBand, 0, len(order))

@@ -7,5 +7,6 @@ func All() []*Scenario {
 	out = append(out, partitions(), pausedNode(), slowNode(), droppedReplies(), clockJump(), clientPause(), lockChurn(), doExtension())
 	out = append(out, failovers()...)
 	out = append(out, clientPauseUnguarded())
-	return append(out, clusterFailovers()...)
+	out = append(out, clusterFailovers()...)
+	return append(out, queuedWaiters())
 }

@@ -247,3 +247,80 @@ func TestWarmUpKey_SharesTheKeysSlot(t *testing.T) {
 		assert.Equal(t, slot.Of(key), slot.Of(w), "%s and %s", key, w)
 	}
 }
+
+// queuedResult is a run of scenario 16 that went as expected: every mark,
+// 100 locks, three Lock calls cut by kills, and C5 clean.
+func queuedResult(s *Scenario) *Result {
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{}, C5: &check.Waits{Calls: 100}}
+	for i, m := range []string{"kill 1", "n4 killed", "n4 restarted", "kill 2", "n2 cut", "kill 3", "n2 healed", "kill 4"} {
+		r.Marks[m] = time.Duration(i+1) * time.Second
+	}
+	for i := range 100 {
+		at := time.Duration(i) * 100 * time.Millisecond
+		r.Record.Holds = append(r.Record.Holds, history.Hold{ID: i, Client: i % 8, Acquired: at, Until: at + time.Second, Released: at + 10*time.Millisecond})
+		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: i % 8, Start: at - 40*time.Millisecond, End: at, OK: true})
+	}
+	for _, at := range []time.Duration{time.Second, 4 * time.Second, 6 * time.Second} {
+		r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Client: 1, Start: at - time.Second, End: at, Killed: true})
+	}
+	r.Locks, r.Attempts = len(r.Record.Holds), len(r.Record.Attempts)
+	return r
+}
+
+func TestExpectations_QueuedWaiters(t *testing.T) {
+	s := queuedWaiters()
+	tests := []struct {
+		name   string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", func(r *Result) {}, false},
+		{"a Lock call waited past its bound", func(r *Result) {
+			r.C5.Stuck = []check.Judged{{Call: history.Attempt{Client: 3}, Waited: 2 * time.Second, Bound: time.Second}}
+		}, true},
+		{"a Lock call passed over by later ones", func(r *Result) {
+			r.C5.Passed = []check.Judged{{Call: history.Attempt{Client: 3}, Waited: 200 * time.Millisecond, Bound: time.Second, Overtaken: 9}}
+		}, true},
+		{"the key free too long while someone waited", func(r *Result) {
+			r.C5.Idle = []check.Gap{{Key: "chaos-16", From: time.Second, To: 5 * time.Second, Allowed: 2 * time.Second}}
+		}, true},
+		{"a Lock call failed otherwise", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 0, End: time.Second, Err: redlock.ErrClosed})
+		}, true},
+		{"a Lock call ended by the run's end", func(r *Result) {
+			r.Record.Attempts = append(r.Record.Attempts, history.Attempt{Start: 5 * time.Second, End: 6 * time.Second, Err: errors.Join(redlock.ErrNotObtained, context.Canceled)})
+		}, false},
+		{"the kills hit no waiter", func(r *Result) { r.Record.Attempts = r.Record.Attempts[:100] }, true},
+		{"hardly any lock", func(r *Result) { r.Locks = 20 }, true},
+		{"a mark missing", func(r *Result) { delete(r.Marks, "kill 4") }, true},
+		{"two holders", func(r *Result) { r.C1 = []check.Violation{{}} }, true},
+		{"an element lost", func(r *Result) { r.C2 = check.LostWrites{Acked: 10, Lost: 1} }, true},
+	}
+	for _, tt := range tests {
+		r := queuedResult(s)
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
+	}
+}
+
+func TestQuorumDown_ReadsTheFaults(t *testing.T) {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	s := &Scenario{Nodes: 5, TTL: time.Second, Guard: true}
+	all := history.AllClients
+	faults := []history.Fault{
+		{Node: 4, Client: all, Kind: "killed", Start: sec(1), End: sec(2)},
+		{Node: 4, Client: all, Kind: "restarted", Start: sec(2), End: sec(2)}, // out until 2 + 3.01
+		{Node: 2, Client: all, Kind: "blackholed", Start: sec(4), End: sec(6)},
+		{Node: 0, Client: all, Kind: "dead token", Start: sec(4.5), End: sec(5.5)},
+		{Node: 1, Client: 3, Kind: "blackholed", Start: sec(0), End: sec(10)}, // one client's link only
+		{Node: -1, Client: 3, Kind: "client killed", Start: sec(0), End: sec(10)},
+		{Node: 3, Client: all, Kind: "paused", Start: sec(9)}, // still open at the end
+		{Node: 1, Client: all, Kind: "rejected", Start: sec(9.5), End: sec(9.6)},
+		{Node: 0, Client: all, Kind: "killed", Start: sec(9.2), End: sec(9.8)},
+	}
+	want := []check.Span{{From: sec(4.5), To: guardOut(time.Second) + sec(2)}, {From: sec(9.5), To: sec(9.6)}}
+	assert.Equal(t, want, quorumDown(s, faults, sec(10)))
+
+	s.Guard = false // a restarted master votes at once
+	assert.Equal(t, []check.Span{{From: sec(9.5), To: sec(9.6)}}, quorumDown(s, faults, sec(10)))
+}

@@ -100,6 +100,9 @@ func progressEnd(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "chaos [%s] %s: %d ops, %d locks, C1 %d, C2 %.1f%% lost, C3 %d rejected/%d stale by %s, C4 %s, p99 %s, %s: %s (expected: %s)\n",
 		r.Backend, r.Scenario.Title(), row.Ops, row.Locks, row.C1, 100*row.C2, row.C3Rejected, row.C3Stale, r.storeName(), row.C4,
 		shortDuration(row.P99), shortDuration(row.Wall), row.Verdict, r.Scenario.Expected)
+	if r.C5 != nil {
+		fmt.Fprintf(w, "    %s\n", w5Summary(*r.C5))
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "    problem: %s\n", p)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -84,11 +85,19 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 			return nil, err
 		}
 	}
+	if s.Processes && s.Guard {
+		// Each client process starts with a restart guard of its own, which
+		// reads the masters' uptime from INFO in whole seconds, and as a
+		// second less: wait until every master is old enough for it, so
+		// that no process begins by waiting for the guard. The masters
+		// started before the run's clock.
+		env.Sleep(ctx, guardOut(s.TTL)-h.Now())
+	}
 	set := &workload.Set{}
 	masters := direct(c)
-	w, err := workload.New(workload.Config{
+	run, err := newWork(s, c, env, workload.Config{
 		Keys: keys, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
-		Seed: seed, MaxOps: maxOps, Pause: 20 * time.Millisecond, Backoff: 30 * time.Millisecond,
+		Seed: seed, MaxOps: maxOps, Pause: workPause, Backoff: workBackoff,
 		CatchBound: 4*s.TTL + 2*time.Second,
 
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
@@ -98,7 +107,6 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	if err != nil {
 		return nil, err
 	}
-	env.Workload = w
 
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -106,7 +114,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	start := time.Now()
 	go func() {
 		defer close(workDone)
-		w.Run(wctx)
+		run(wctx)
 	}()
 	if s.Inject != nil {
 		ictx, cancel := context.WithTimeout(ctx, s.Run+injectSlack)
@@ -126,6 +134,15 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 
 	r := &Result{Scenario: s, Backend: c.Backend(), Store: stores.Name()}
 	r.C4, r.ScanErrs, r.ScanAt, r.Live = residueAndLiveness(ctx, env, s)
+	if env.Procs != nil {
+		env.problems = append(env.problems, env.Procs.Problems()...)
+	}
+	if s.Waits != nil {
+		rec := h.Snapshot()
+		w := check.Waiting(rec.Attempts, rec.Holds, quorumDown(s, rec.Faults, h.Now()), *s.Waits)
+		r.C5 = &w
+		h.Notef("%s", w5Summary(w))
+	}
 	r.Record = h.Snapshot()
 	r.C1 = check.Exclusion(r.Record.Holds)
 	r.C2 = check.Lost(r.Record.Acked, set.All())
@@ -140,6 +157,45 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	}
 	r.Wall = time.Since(began)
 	return r, nil
+}
+
+// The workload's critical section and backoff.
+const (
+	workPause   = 20 * time.Millisecond
+	workBackoff = 30 * time.Millisecond
+)
+
+// newWork returns the function that runs the scenario's workload until
+// its ctx is done: the clients inside the test process, or, with
+// Processes, one process per client (Env.Procs), with the same critical
+// section.
+func newWork(s *Scenario, c cluster.Cluster, env *Env, cfg workload.Config) (func(context.Context), error) {
+	if !s.Processes {
+		w, err := workload.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		env.Workload = w
+		return w.Run, nil
+	}
+	if s.Mode != workload.LockMode || len(cfg.Keys) != 1 || s.Workers > 1 {
+		return nil, errors.New("scenario: client processes loop Lock on one key, one goroutine each")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	p, err := workload.NewProcs(workload.ProcsConfig{
+		Exe: exe, Clients: s.Clients, Addrs: c.Addrs, Masters: direct(c), Key: cfg.Keys[0],
+		TTL: s.TTL, NodeTimeout: s.nodeTimeout(), Guard: s.Guard,
+		Wait: s.Wait, Pause: cfg.Pause, Backoff: cfg.Backoff, Seed: cfg.Seed,
+		History: cfg.History, Set: cfg.Set, Store: cfg.Store,
+	})
+	if err != nil {
+		return nil, err
+	}
+	env.Procs = p
+	return p.Run, nil
 }
 
 // newClient returns one workload client: its own pools over its own links,

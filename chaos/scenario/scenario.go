@@ -64,6 +64,14 @@ type Scenario struct {
 	// Unguarded makes the fenced store skip the fencing guard, so that it
 	// accepts every write: C3's negative control.
 	Unguarded bool
+	// Processes runs each client as a process of its own, one goroutine
+	// looping Lock within Wait (workload.Procs), instead of inside the test
+	// process; Env.Procs kills and starts them. The test binary must run
+	// workload.ChildMain when workload.IsChild (see TestMain).
+	Processes bool
+	// Waits, when set, has checker C5 judge the run's Lock calls with these
+	// bounds (Result.C5).
+	Waits *check.WaitBounds
 
 	// Setup runs before the workload, e.g. to partition the clients.
 	Setup func(ctx context.Context, e *Env) error
@@ -101,7 +109,8 @@ type Env struct {
 	Cluster  cluster.Cluster
 	History  *history.History
 	Gate     *workload.Gate
-	Workload *workload.Workload // nil during Setup
+	Workload *workload.Workload // nil during Setup, and with Processes
+	Procs    *workload.Procs    // with Processes; nil during Setup
 	Store    *workload.Fenced
 
 	problems []string
@@ -189,6 +198,9 @@ type Result struct {
 	C4 check.Residue
 	// Live is C4's liveness half.
 	Live check.Liveness
+	// C5 is checker C5's verdict on the Lock calls, when the scenario
+	// asks for it (Scenario.Waits).
+	C5 *check.Waits
 	// ScanErrs are the masters C4 could not read (those left down).
 	ScanErrs []error
 	// ScanAt is when C4 listed the masters' keys.

@@ -15,9 +15,15 @@ import (
 
 	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/report"
+	"github.com/quorumlock/quorumlock/chaos/workload"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, cluster.KnownLeaks()...) }
+func TestMain(m *testing.M) {
+	if workload.IsChild() { // a client process of a scenario with Processes
+		os.Exit(workload.ChildMain())
+	}
+	goleak.VerifyTestMain(m, cluster.KnownLeaks()...)
+}
 
 // SeedEnv names the environment variable that fixes the clients' random
 // pauses, to replay a run's choices.

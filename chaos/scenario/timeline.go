@@ -44,6 +44,9 @@ func writeTimeline(dir string, r *Result) error {
 		Nodes:   r.Scenario.Nodes,
 		Record:  r.Record,
 	}
+	if r.C5 != nil {
+		t.Lines = append(t.Lines, w5Summary(*r.C5))
+	}
 	for _, p := range r.Problems {
 		t.Lines = append(t.Lines, "Problem: "+p)
 	}

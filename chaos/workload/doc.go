@@ -10,6 +10,11 @@
 // whose function holds the lock for several TTLs while the library extends
 // it and stops when the library reports the lock lost.
 //
+// Procs runs the clients as processes of their own instead, each one
+// goroutine looping Lock (ChildMain is their main), and lets a scenario kill
+// one with SIGKILL and start it again; the test process still makes the
+// critical section's writes and records the history.
+//
 // A Gate lets a scenario freeze one holder inside its critical section, after
 // it checked its validity and before it writes: the process pause that
 // Redlock cannot protect against. HoldOff and Resume let a scenario quiesce

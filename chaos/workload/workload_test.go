@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,12 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if IsChild() { // a waiter process of TestProcs
+		os.Exit(ChildMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // store returns a guarded or unguarded fenced store on a new SQLite
 // database.
