@@ -9,14 +9,15 @@ import (
 	"github.com/quorumlock/quorumlock/chaos/check"
 	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/workload"
+	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// The bounds of scenario 16, from the design of the masters' waiting line
-// (issue 27): a waiter's place lasts Lease after its last renewal, and it
-// renews every Lease/3.
+// The bounds of scenario 16, from the masters' waiting line (see
+// redlock.WithQueueLease): a waiter's place lasts Lease after its last
+// renewal, and it renews every Lease/3.
 const (
 	// queueLease is the library's default lease of a waiter's place, L.
-	queueLease = 2 * time.Second
+	queueLease = redlock.DefaultQueueLease
 	// queueIdle is B_idle: a dead head keeps the key free for at most
 	// 4L/3 and a round trip (2.67 s); 3.5 s leaves 0.83 s for a loaded
 	// machine.
