@@ -29,7 +29,14 @@ func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
 	if w == nil {
 		return notHandedOver
 	}
-	a := c.attempt(ctx, l.req.key, w.ttl, w.lo, &takeOver{token: l.req.token, trail: l.trail}, w.placeNow())
+	// The waiter's place goes with the hand-over only where it has one on
+	// the masters, which the key's passing then takes out; one that never
+	// queued there need not start.
+	at := w.placeNow()
+	if at != nil && !at.sent.Load() {
+		at = nil
+	}
+	a := c.attempt(ctx, l.req.key, w.ttl, w.lo, &takeOver{token: l.req.token, trail: l.trail}, at)
 	result := notHandedOver
 	if a.lock != nil {
 		// Read, before the waiter has the lock, whether any master of its
