@@ -2,7 +2,8 @@ package check
 
 import "time"
 
-// KeyState is one lock key found on one master.
+// KeyState is one lock key, or a key's waiting queue (no tokens), found on
+// one master.
 type KeyState struct {
 	Node   int
 	Key    string

@@ -13,11 +13,14 @@ import (
 // themselves: fencing counters and the fence floor.
 const reservedPrefix = "quorumlock:"
 
+// queuePrefix starts the names of a key's waiting queue and its leases.
+const queuePrefix = reservedPrefix + "queue"
+
 // maxScanRounds bounds the SCAN loop on one master.
 const maxScanRounds = 10_000
 
 // Scan connects to every master directly and lists its lock keys with their
-// tokens and TTLs. It returns the keys of the masters that answered, and one
+// tokens and TTLs, and the keys' waiting queues with their TTLs. It returns the keys of the masters that answered, and one
 // error per master that did not (a master the scenario left down is not a
 // failure of the check).
 func Scan(ctx context.Context, addrs []string) ([]KeyState, []error) {
@@ -72,6 +75,18 @@ func scanNode(ctx context.Context, node int, addr string) ([]KeyState, error) {
 		cursor, _ = redis.String(v[0], nil)
 		names, _ := redis.Strings(v[1], nil)
 		for _, k := range names {
+			if strings.HasPrefix(k, queuePrefix) {
+				// A key's waiting queue (or its leases) must expire with its
+				// leases: listed with its TTL and no tokens.
+				ttl, err := redis.Int64(do("PTTL", k))
+				if err != nil {
+					return nil, err
+				}
+				if ttl != -2 {
+					out = append(out, KeyState{Node: node, Key: k, PTTL: time.Duration(ttl) * time.Millisecond})
+				}
+				continue
+			}
 			if strings.HasPrefix(k, reservedPrefix) {
 				continue
 			}

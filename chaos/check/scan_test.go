@@ -33,15 +33,18 @@ func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
 		[]any{"SET", "lock-a", "failed-token", "PX", 60000},
 		[]any{"SET", "lock-b", "held-token", "PX", 60000},
 		[]any{"SET", "quorumlock:fence:lock-a", 7}, // library bookkeeping: not a lock key
+		[]any{"ZADD", "quorumlock:queue:{x}lock-a", 1, "w"},
+		[]any{"PEXPIRE", "quorumlock:queue:{x}lock-a", 60000},
 	)
 	write(addrs[1],
 		[]any{"HSET", "lock-c", "owner", "me", "hold:other-failed", 1},
 		[]any{"SET", "lock-d", "held-token"}, // no expiry
+		[]any{"ZADD", "quorumlock:queue-leases:{x}lock-c", 1, "w"}, // a queue that never ends
 	)
 
 	keys, errs := Scan(ctx, addrs)
 	require.Empty(t, errs)
-	assert.Len(t, keys, 4)
+	assert.Len(t, keys, 6)
 	r := Leftovers(keys, map[string]bool{"failed-token": true, "other-failed": true})
 	assert.False(t, r.OK())
 	var failedKeys, noTTL []string
@@ -52,7 +55,7 @@ func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
 		noTTL = append(noTTL, k.Key)
 	}
 	assert.ElementsMatch(t, []string{"lock-a", "lock-c"}, failedKeys)
-	assert.ElementsMatch(t, []string{"lock-c", "lock-d"}, noTTL)
+	assert.ElementsMatch(t, []string{"lock-c", "lock-d", "quorumlock:queue-leases:{x}lock-c"}, noTTL)
 }
 
 // TestScan_DeadMaster_ReportsItApart keeps the keys of the masters that
