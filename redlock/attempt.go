@@ -25,7 +25,8 @@ type outcome struct {
 	took   time.Duration // how long the attempt took
 	// behind: the attempt's waiter stands behind others in the masters'
 	// queues; first: it heads the queue on a quorum of masters (see
-	// Client.inLine); reached counts the masters that answered.
+	// Client.inLine); reached counts the voting masters that answered (see
+	// Client.voters).
 	behind, first bool
 	reached       int
 }
@@ -163,7 +164,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
-	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise, reached: answered(last)}
+	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise, reached: c.voters(last, key, window)}
 	out.behind, out.first = c.inLine(last, req.waiter)
 	t := last.count()
 	granted := t.yes + t.abstained

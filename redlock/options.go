@@ -217,8 +217,9 @@ func WithCloseDrivers() Option { return optionFunc(func(o *options) { o.closeDri
 // queue on a master without renewing it. A waiting Lock renews its place
 // every lease/3, so the lease bounds how long a waiter that died (or was
 // cut off from a quorum of masters) holds up the waiters behind it: the
-// key stays free at most about 4/3 of the lease, plus a round trip, before
-// the next waiter takes it. A shorter lease costs more renewals. Default
+// key stays free at most about 4/3 of the lease (5/3 for a waiter cut off,
+// which renews once more before it knows), plus a round trip, before the
+// next waiter takes it. A shorter lease costs more renewals. Default
 // 2s. Must be at least 30ms and at most MaxTTL.
 func WithQueueLease(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.queueLease = d })

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 )
 
 // place is a Lock call's place in its key's waiting queue on the masters
@@ -19,11 +22,11 @@ import (
 //
 // A place lasts the client's queue lease on each master, and the waiter
 // renews it with each attempt, every lease/3 at least. A waiter whose last
-// round was answered by fewer masters than a quorum does not renew (see
-// Client.Lock): cut off in a minority, it cannot take the key, and its
-// places there end with their leases instead of holding up the waiters
-// behind it. So a dead or cut-off waiter holds up the queue at most one
-// lease after its last renewal.
+// round was answered by fewer voting masters than a quorum does not renew
+// (see Client.Lock and voters): cut off in a minority, it cannot take the
+// key, and its places there end with their leases instead of holding up
+// the waiters behind it. So a dead or cut-off waiter holds up the queue at
+// most one lease after its last renewal.
 type place struct {
 	id     string
 	ticket int64
@@ -70,10 +73,24 @@ func (c *Client) inLine(r round, waiter string) (behind, first bool) {
 	return others > len(c.nodes)-c.quorum, waiter != "" && heads >= c.quorum
 }
 
-// answered counts the masters that answered round r, granting or refusing.
-func answered(r round) int {
-	t := r.count()
-	return t.yes + t.abstained + t.refused
+// voters counts the masters that answered round r, granting or refusing,
+// and whose votes count in this client's view (see Client.vote): the
+// minority rule's measure of whether the waiter reaches a quorum. A master
+// the restart guard keeps out answers but cannot help the waiter win, and
+// a waiter that counted it could keep heading the queues of the masters it
+// reaches, and hold up one that reaches a quorum of voters, for as long as
+// the master is kept out.
+func (c *Client) voters(r round, key string, window time.Duration) int {
+	n := 0
+	for i := range r.res.Nodes() {
+		a, v, ok := r.answer(i)
+		switch {
+		case !ok || a.err != nil:
+		case a.grant.OK && v == fanout.Yes, !a.grant.OK && c.vote(i, key, window) == fanout.Yes:
+			n++
+		}
+	}
+	return n
 }
 
 // leave takes a finished Lock call's place out of the masters' queues

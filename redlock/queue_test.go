@@ -389,3 +389,35 @@ func TestIntegration_Queue_RollBackKeepsTheHeadsPlace(t *testing.T) {
 		})
 	}
 }
+
+// The minority rule counts the masters that answered and whose votes
+// count: a master the restart guard keeps out (or vetoes) answers, granting
+// or refusing, but cannot help the waiter win, and a waiter that counted it
+// would keep renewing its places from a minority of voters.
+func TestQueue_MinorityRule_CountsVotersOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		modes   []behaviour
+		distrus []int
+		want    int
+	}{
+		{"all refuse", []behaviour{foreign, foreign, foreign}, nil, 3},
+		{"one fails", []behaviour{healthy, foreign, broken}, nil, 2},
+		{"a distrusted grant", []behaviour{healthy, foreign, broken}, []int{0}, 1},
+		{"a distrusted refusal", []behaviour{foreign, foreign, broken}, []int{0}, 1},
+		{"only distrusted masters answer", []behaviour{foreign, broken, broken}, []int{0}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, fakes, clk := newFakeClient(t, tc.modes, WithRestartGuard(0))
+			for _, i := range tc.distrus {
+				fakes[i].h = health{veto: "distrusted in this test"}
+			}
+			done := make(chan struct{})
+			var res outcome
+			go func() { res = c.attempt(context.Background(), "k", time.Second, lockOptions{}, nil, nil); close(done) }()
+			drive(t, clk, fakes, time.Millisecond, done)
+			require.Nil(t, res.lock)
+			assert.Equal(t, tc.want, res.reached)
+		})
+	}
+}

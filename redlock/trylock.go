@@ -47,8 +47,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // turns in arrival order, and a release may hand the key straight to the
 // next of them (a few times in a row at most) before the other clients'
 // waiters. TryLock does not queue, and does not take a key others queue for.
-// A waiter that dies or is cut off from a quorum of masters holds up the
-// line at most about 4/3 of the queue lease (see WithQueueLease).
+// A waiter that dies holds up the line at most about 4/3 of the queue lease,
+// one cut off from a quorum of masters about 5/3 (see WithQueueLease).
 //
 // Between attempts it waits for the release that names it, which wakes it
 // at once, or until the holder's TTL runs out, and at least every third of
