@@ -2,7 +2,9 @@
  * The waiting queue on the masters (issue 27), for Spin.
  *
  * README.md beside this file says which part stands for which part of the
- * design, what is left out and why, and how the checks are run. quorumlock.pml checks the lock's safety with the queue's refusals
+ * code (acquire.lua, release.lua and leave.lua in redlock/internal/scripts,
+ * the place and the minority rule of redlock/queue.go and trylock.go), what
+ * is left out and why, and how the checks are run. quorumlock.pml checks the lock's safety with the queue's refusals
  * (its switch QUEUE); this model checks the queue itself: the order it
  * grants in, and that it gets the key to some waiter once the world is
  * stable.
@@ -14,11 +16,12 @@
  *
  *   a waiter's request arrives at a master, and the master runs the acquire
  *            script: expired entries are purged; a free key is granted only
- *            to the queue's head (or to anyone when the queue is empty); a
- *            waiter refused is registered, and its lease renewed, when it
- *            sent its id; a grant keeps the waiter's entry;
+ *            to the queue's head (or to anyone when the queue is empty), and
+ *            the waiter leaves the queue there; a waiter refused is
+ *            registered, and its lease renewed, when it sent its id;
  *   a waiter decides its try: a quorum of votes holds the key, anything
- *            less rolls back the masters that granted; the minority rule
+ *            less rolls back the masters that granted, and the roll-back
+ *            puts the waiter back in their queues; the minority rule
  *            decides whether it sends its id in its next try;
  *   a round ends: time moves on by one heartbeat (L/3), and leases that
  *            were not renewed for L pass.
@@ -64,8 +67,9 @@
 #define BELOW(w) (WB(w) - 1)    /* waiters with smaller tickets than w */
 
 /* ------------------------------------------------------ what runs, and
- * the safeguards: as the design has them, with the two changes its findings
- * call for (KEEP and MINORITY), unless a control or a finding changes one. */
+ * the safeguards: as the code has them, with the minority rule counting the
+ * answers of masters whose votes count (MINORITY 2: see the finding in
+ * README.md), unless a control or a finding changes one. */
 
 #define SWITCH hidden byte
 
@@ -88,12 +92,13 @@ SWITCH HEAD = 1;        /* a free key is granted only to the head of the master'
                            queue, or to anyone when it is empty */
 SWITCH EXPIRY = 1;      /* a lease that is not renewed passes, and its entry goes */
 SWITCH MINORITY = 2;    /* a waiter sends its id (registers, renews) only while its
-                           last try had 2: votes, 1: answers (the design as first
-                           written), from a quorum of masters; 0: always */
-SWITCH KEEP = 1;        /* 1: a grant leaves the waiter's entry in the queue (the
-                           waiter leaves once its Lock call ends, or its lease
-                           passes); 2: it also registers a waiter that sent its id;
-                           0: a grant removes it (the design as first written) */
+                           last try had, from a quorum of masters, 2: answers of
+                           masters whose votes count, 1: any answers (as
+                           Client.Lock counts them); 0: always */
+SWITCH KEEP = 1;        /* a grant takes the waiter out of the queue, and the
+                           roll-back of a try that sent its id puts it back at its
+                           ticket where the try took the key; 0: nothing puts it
+                           back (the design as first written) */
 
 c_decl {
 	extern char *getenv(const char *);
@@ -247,11 +252,9 @@ inline acquire(w, m) {
 			fi;
 			printf(": granted, queue "); sayQueue(m);
 			if
-			:: (q[m] & WB(w)) && !KEEP ->
+			:: q[m] & WB(w) ->
 				q[m] = q[m] & ~WB(w); old[m] = old[m] & ~WB(w); SETAGE(m, w, 0);
 				printf(", w%d leaves it", w)
-			:: (q[m] & WB(w)) && KEEP -> renew(m, w)
-			:: !(q[m] & WB(w)) && (rg & WB(w)) && KEEP == 2 -> renew(m, w); printf(", w%d registered", w)
 			:: else -> skip
 			fi;
 			printf("\n")
@@ -288,7 +291,11 @@ inline acquire(w, m) {
 #define PENDING(w) (0 FORM2(PENDM, w))
 #define ROLLM(w, m) \
 	if \
-	:: gm[m] & WB(w) -> h[m] = 0; printf("m%d: roll-back of w%d: freed\n", MN(m), w) \
+	:: (gm[m] & WB(w)) && KEEP && (rg & WB(w)) -> \
+		h[m] = 0; renew(m, w); \
+		printf("m%d: roll-back of w%d: freed, w%d back in the queue\n", MN(m), w, w) \
+	:: (gm[m] & WB(w)) && !(KEEP && (rg & WB(w))) -> \
+		h[m] = 0; printf("m%d: roll-back of w%d: freed\n", MN(m), w) \
 	:: else -> skip \
 	fi; \
 	gm[m] = gm[m] & ~WB(w); am[m] = am[m] & ~WB(w);
