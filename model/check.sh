@@ -75,10 +75,10 @@ HANDOFFQ="$S_HANDOFF|EXTEND=0 NE=0 HANDOVER=1 NRS=0 NDIS=0 QUEUE=1"
 # every master or one), masters that abstain, and the rounds within which
 # some waiter must hold the key (0: no bound; a search for a cycle).
 QALL="$S_QUEUE|NWAIT=3 PART=0 NAB=0 BOUND=4"
-QABSTAIN="$S_QUEUE|NWAIT=3 PART=0 NAB=1 BOUND=5"
+QABSTAIN="$S_QUEUE|NWAIT=3 PART=0 NAB=1 BOUND=4"
 QMINORITY="$S_QUEUE|NWAIT=3 PART=2 NAB=0 BOUND=5"
 QPARTITION="$S_QUEUE|NWAIT=2 PART=1 NAB=1 BOUND=5"
-QEVERY="$S_QUEUE|NWAIT=3 PART=1 NAB=0 BOUND=6"
+QEVERY="$S_QUEUE|NWAIT=3 PART=1 NAB=0 BOUND=5"
 
 # name | kind | size | what runs | switches (and what runs, changed for a
 # control) | properties checked (bit n-1 for property n) | what the run must
