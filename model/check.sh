@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # Checks the lock's Promela model with Spin. See README.md beside this file.
 #
-#   model/check.sh         the exhaustive checks (N=3, 2 clients) and every
-#                          negative control: what `make model` runs
+#   model/check.sh         the exhaustive checks of both models (the lock's:
+#                          N=3, 2 clients; the waiting queue's: N=3, 2 or 3
+#                          waiters) and every negative control: what `make
+#                          model` runs
 #   model/check.sh deep    the longer searches: hand-over with extension
 #                          and restarts of every kind with extension
-#                          (exhaustive), and bounded bitstate searches of
-#                          N=3 with every feature at once and of N=5 with
-#                          3 clients
+#                          (exhaustive), bounded bitstate searches of N=3
+#                          with every feature at once and of N=5 with 3
+#                          clients, and the queue with 3 waiters under every
+#                          partition (exhaustive)
 #
 # A check passes when Spin's search is complete and finds no violation. A
-# control (one safeguard removed) and a finding (the code as it was where the
-# model showed a bug) pass only when Spin finds a counterexample, and the
-# counterexample violates the property the control is for. Anything else
-# fails the run, loudly, with the trail when there is one.
+# control (one safeguard removed) and a finding (the code or the design as it
+# was where the model showed a bug) pass only when Spin finds a
+# counterexample, and the counterexample violates the property the control
+# is for: an assertion, or, for the queue's progress, a cycle of rounds in
+# which no waiter ever gets the key. Anything else fails the run, loudly,
+# with the trail when there is one.
 #
-# The model's sizes are compiled in; what runs and the safeguards are read
+# The models' sizes are compiled in; what runs and the safeguards are read
 # by the verifier from the environment (QL_<name>), so one verifier is
-# compiled per size and serves every check and control of that size.
+# compiled per size (and per kind of search) and serves every check and
+# control of that size.
 #
 # MODEL_JOBS (default 2) runs that many compilations or searches at once;
 # MODEL_OUT (default model/out) keeps the verifiers, and each run's pan
@@ -36,14 +42,16 @@ for tool in spin gcc; do
 	fi
 done
 
-# Sizes, compiled in: masters, clients, tokens per client (a client's
-# attempts, hand-overs included), acquire rounds, and requests held back in
-# the network at once.
-S_CONTEND="-DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DDELAYS=1"
-S_ONE="-DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1"
-S_HANDOFF="-DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
-S_DEEP3="-DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
-S_DEEP5="-DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
+# Sizes, compiled in: the model, then, for the lock's, masters, clients,
+# tokens per client (a client's attempts, hand-overs included), acquire
+# rounds, and requests held back in the network at once; for the queue's,
+# masters and waiters.
+S_CONTEND="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DDELAYS=1"
+S_ONE="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1"
+S_HANDOFF="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
+S_DEEP3="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
+S_DEEP5="quorumlock.pml -DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
+S_QUEUE="queue.pml -DNM=3 -DNW=3"
 
 # The configurations: a size, and what runs in it: who extends (bit per
 # client) and how often, who hands over, master restarts and their kinds
@@ -59,10 +67,22 @@ HANDOFFX="$S_HANDOFF|EXTEND=1 NE=1 HANDOVER=1 NRS=0 NDIS=0"
 RESTARTX="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
 DEEP3="$S_DEEP3|EXTEND=3 NE=1 HANDOVER=3 NRS=1 RESTARTS=3 NDIS=0"
 DEEP5="$S_DEEP5|EXTEND=7 NE=1 HANDOVER=7 NRS=1 RESTARTS=3 NDIS=1"
+# The lock with the waiting queue's refusals.
+CONTENDQ="$S_CONTEND|EXTEND=0 NE=0 HANDOVER=0 NRS=0 NDIS=0 QUEUE=1"
+RESTARTQ="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=1 NDIS=0 QUEUE=1"
+HANDOFFQ="$S_HANDOFF|EXTEND=0 NE=0 HANDOVER=1 NRS=0 NDIS=0 QUEUE=1"
+# The queue's: waiters, the partition (0 none, 1 any, 2 a waiter reaches
+# every master or one), masters that abstain, and the rounds within which
+# some waiter must hold the key (0: no bound; a search for a cycle).
+QALL="$S_QUEUE|NWAIT=3 PART=0 NAB=0 BOUND=4"
+QABSTAIN="$S_QUEUE|NWAIT=3 PART=0 NAB=1 BOUND=4"
+QMINORITY="$S_QUEUE|NWAIT=3 PART=2 NAB=0 BOUND=5"
+QPARTITION="$S_QUEUE|NWAIT=2 PART=1 NAB=1 BOUND=5"
+QEVERY="$S_QUEUE|NWAIT=3 PART=1 NAB=0 BOUND=5"
 
 # name | kind | size | what runs | switches (and what runs, changed for a
 # control) | properties checked (bit n-1 for property n) | what the run must
-# show
+# show (a search for a cycle when that is "a cycle without progress")
 runs_quick=(
 	"restart|check|$RESTART||31|no violation"
 	"contend|check|$CONTEND||31|no violation"
@@ -82,12 +102,25 @@ runs_quick=(
 	"hand-over-without-fall-back|control|$HANDOFF|HO_WAIT=2|8|property 4"
 	"hand-over-sent-where-unsure|control|$HANDOFF|HO_WAIT=4|8|property 4"
 	"hand-over-release-without-tombstone|control|$HANDOFF|HO_WAIT=5|8|property 4"
+	"contend-queue|check|$CONTENDQ||31|no violation"
+	"queue|check|$QALL||96|no violation"
+	"queue-abstain|check|$QABSTAIN||96|no violation"
+	"queue-minority|check|$QMINORITY||96|no violation"
+	"queue-partition|check|$QPARTITION||96|no violation"
+	"grant-to-non-head|control|$QALL|HEAD=0|32|property 6"
+	"queue-without-expiry|control|$QALL|EXPIRY=0|64|property 7"
+	"renewing-from-minority|control|$QMINORITY|MINORITY=0|64|property 7"
+	"grant-leaves-the-queue|finding|$QPARTITION|KEEP=0 BOUND=0|0|a cycle without progress"
+	"minority-rule-counts-answers|finding|$QPARTITION|MINORITY=1 BOUND=0|0|a cycle without progress"
 )
 runs_deep=(
 	"restart-every-kind|check|$RESTARTX||31|no violation"
 	"handoff-extend|check|$HANDOFFX||31|no violation"
 	"deep-n3-every-feature|bounded|$DEEP3||31|no violation"
 	"deep-n5-3-clients|bounded|$DEEP5||31|no violation"
+	"restart-queue|check|$RESTARTQ||31|no violation"
+	"handoff-queue|check|$HANDOFFQ||31|no violation"
+	"queue-every-partition|check|$QEVERY||96|no violation"
 )
 # Minutes each bounded search may take, checked every 100000 states.
 deep_minutes="${MODEL_DEEP_MINUTES:-3}"
@@ -103,12 +136,27 @@ esac
 
 mkdir -p "$out"
 
-# build_of KIND SIZE: the directory of the verifier a run of KIND in SIZE
-# uses. Exact searches (checks, controls, findings) share one.
+# The model of a size (its first word), and its defines (the rest).
+model_of() { echo "${1%% *}"; }
+defines_of() { echo "${1#* }"; }
+
+# search_of KIND EXPECT: the kind of search, and so of verifier: bitstate
+# (bounded), cycle (a search for a cycle of states that makes no
+# progress), or exact.
+search_of() {
+	if [ "$1" = bounded ]; then
+		echo bitstate
+	elif [ "$2" = "a cycle without progress" ]; then
+		echo cycle
+	else
+		echo exact
+	fi
+}
+
+# build_of SEARCH SIZE: the directory of the verifier a search of SEARCH in
+# SIZE uses. Exact searches (checks, controls, findings) share one.
 build_of() {
-	local class=exact
-	[ "$1" = bounded ] && class=bitstate
-	echo "$out/build/$class$(echo "$2" | tr -d ' ' | tr -c 'A-Za-z0-9\n' '_')"
+	echo "$out/build/$1$(echo "$2" | tr -d ' ' | tr -c 'A-Za-z0-9\n' '_')"
 }
 
 # compile DIR SIZE CFLAGS: spin and gcc in DIR. Runs in a job of its own
@@ -116,22 +164,24 @@ build_of() {
 compile() {
 	cd "$1"
 	# shellcheck disable=SC2086
-	spin $2 -a quorumlock.pml >spin.txt 2>&1 &&
+	spin $(defines_of "$2") -a "$(model_of "$2")" >spin.txt 2>&1 &&
 		# shellcheck disable=SC2086
 		gcc $3 -DNOFAIR -w -o pan pan.c >gcc.txt 2>&1
 }
 
-# build DIR KIND SIZE: spin and gcc, once per verifier; DIR/done marks the
+# build DIR SEARCH SIZE: spin and gcc, once per verifier; DIR/done marks the
 # end, whether it compiled or not.
 build() {
-	local dir=$1 kind=$2 size=$3
-	cp "$here/quorumlock.pml" "$dir/"
+	local dir=$1 search=$2 size=$3
+	cp "$here/$(model_of "$size")" "$dir/"
 	# -O2 without the passes that take long on pan.c's one large function
 	# and gain the search nothing measurable: half the compile time.
 	local opt="-O2 -fno-gcse -fno-tree-pre -fno-ipa-cp -fno-schedule-insns2 -fno-reorder-blocks"
 	local cflags
-	case "$kind" in
-	bounded) cflags="-DSAFETY -DBITSTATE -DFREQ=100000" ;;
+	case "$search" in
+	bitstate) cflags="-DSAFETY -DBITSTATE -DFREQ=100000" ;;
+	# Complete and exact, for cycles that make no progress (-l).
+	cycle) cflags="-DNP -DCOLLAPSE -DMEMLIM=4096" ;;
 	# Complete and exact: every state is stored whole.
 	*) cflags="-DSAFETY -DCOLLAPSE -DMEMLIM=4096" ;;
 	esac
@@ -151,11 +201,13 @@ environment() {
 	done
 }
 
-# run NAME KIND SIZE SETTINGS SWITCHES CHECK: one search in $out/NAME.
+# run NAME KIND SIZE SETTINGS SWITCHES CHECK EXPECT: one search in $out/NAME.
 run() {
-	local name=$1 kind=$2 size=$3 settings=$4 sw=$5 chk=$6
-	local dir="$out/$name" b bin
-	b="$(build_of "$kind" "$size")"
+	local name=$1 kind=$2 size=$3 settings=$4 sw=$5 chk=$6 expect=$7
+	local dir="$out/$name" b bin search model
+	search="$(search_of "$kind" "$expect")"
+	model="$(model_of "$size")"
+	b="$(build_of "$search" "$size")"
 	bin="$b/pan"
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -165,7 +217,7 @@ run() {
 	done
 	local envs
 	envs="$(environment "$settings $sw CHECK=$chk")"
-	printf 'spin %s -a quorumlock.pml\nenv %s./pan\n' "$size" "$envs" >"$dir/defines"
+	printf 'spin %s -a %s\nenv %s./pan\n' "$(defines_of "$size")" "$model" "$envs" >"$dir/defines"
 	if [ ! -x "$bin" ]; then
 		echo "no verifier: see $(dirname "$bin")/log.txt" >"$dir/log.txt"
 		return
@@ -178,6 +230,9 @@ run() {
 	control | finding) panflags="-m100000 -w22 -t_reverse" ;;
 	bounded) panflags="-m1000000 -w31 -Q$deep_minutes" ;;
 	esac
+	# A search for a cycle in which no progress is made (-l), in the
+	# default order: its first cycle starts from the emptier queues.
+	[ "$search" = cycle ] && panflags="-m100000 -w22 -l"
 	(
 		cd "$dir"
 		ln -s "$bin" pan
@@ -187,11 +242,11 @@ run() {
 		{ time env $envs ./pan $panflags >pan.txt 2>&1; } 2>cpu || true
 		t1=$(date +%s.%N)
 		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }' >seconds
-		if [ -f quorumlock.pml.trail ]; then
+		if [ -f "$model.trail" ]; then
 			# the verifier replays its trail, running the model's printfs
 			# shellcheck disable=SC2086
 			env $envs ./pan -r 2>&1 |
-				grep -E '^(c[0-9]|m[0-9]|the network|PROPERTY)' >trail.txt || true
+				grep -E '^(c[0-9]|m[0-9]|w[0-9]|the network|start|round|PROPERTY)|START OF CYCLE' >trail.txt || true
 		fi
 	) >"$dir/log.txt" 2>&1
 }
@@ -218,8 +273,11 @@ judge() {
 	local got="no violation" steps=""
 	if [ "${errors:-0}" != 0 ]; then
 		got=$(grep -oE 'PROPERTY [0-9] VIOLATED' "$dir/trail.txt" 2>/dev/null | head -1 | sed -E 's/PROPERTY ([0-9]) VIOLATED/property \1/' || true)
+		if [ -z "$got" ] && grep -q 'non-progress cycle' "$pan"; then
+			got="a cycle without progress"
+		fi
 		[ -n "$got" ] || got="an error without a property (see $pan)"
-		steps=$(grep -cvE 'PROPERTY' "$dir/trail.txt" 2>/dev/null || true)
+		steps=$(grep -cvE 'PROPERTY|START OF CYCLE' "$dir/trail.txt" 2>/dev/null || true)
 	fi
 	local ok=no
 	case "$kind" in
@@ -254,19 +312,20 @@ echo "model: Spin $(spin -V | sed -nE 's/Spin Version ([0-9.]+).*/\1/p'), $mode:
 start=$(date +%s)
 declare -A built=()
 for r in "${runs[@]}"; do
-	IFS='|' read -r _ kind size _ <<<"$r"
-	b="$(build_of "$kind" "$size")"
+	IFS='|' read -r _ kind size _ _ _ expect <<<"$r"
+	search="$(search_of "$kind" "$expect")"
+	b="$(build_of "$search" "$size")"
 	[ -n "${built[$b]:-}" ] && continue
 	built[$b]=1
 	rm -rf "$b"
 	mkdir -p "$b"
 	wait_slot
-	build "$b" "$kind" "$size" &
+	build "$b" "$search" "$size" &
 done
 for r in "${runs[@]}"; do
-	IFS='|' read -r name kind size settings sw chk _ <<<"$r"
+	IFS='|' read -r name kind size settings sw chk expect <<<"$r"
 	wait_slot
-	run "$name" "$kind" "$size" "$settings" "$sw" "$chk" &
+	run "$name" "$kind" "$size" "$settings" "$sw" "$chk" "$expect" &
 done
 wait
 

@@ -140,6 +140,12 @@ SWITCH EPOCH = 1;       /* fenceEpoch: a master whose fence stamp does not name 
                            starts a new epoch from its clock before it counts */
 SWITCH VETO = 1;        /* a master the guard distrusts for good never votes */
 
+/* the waiting queue (issue 27; queue.pml checks the queue itself) */
+SWITCH QUEUE = 0;       /* 1: a master's waiting queue may refuse any new grant (an
+                           acquire, a hand-over's or a retake's, that finds the key
+                           free): the queue only adds refusals, and this stands
+                           for every state it can be in */
+
 /* a restart may bring back an older copy of the data */
 #define OLDDATA ((RESTARTS & 2) && NRS > 0)
 
@@ -179,6 +185,7 @@ c_decl {
 	SWV(SEED) = envOr("QL_SEED", SWV(SEED)); \
 	SWV(EPOCH) = envOr("QL_EPOCH", SWV(EPOCH)); \
 	SWV(VETO) = envOr("QL_VETO", SWV(VETO)); \
+	SWV(QUEUE) = envOr("QL_QUEUE", SWV(QUEUE)); \
 	}
 
 /* ------------------------------------------------------ iteration macros */
@@ -453,7 +460,11 @@ inline trust(t, m, s) {
 inline acq(t, m, s) {
 	f = tfrom[t];
 	if
-	:: h[m] == 0 ->
+	:: h[m] == 0 && qn ->
+		/* the queue's head is another waiter: no SET, nothing lands */
+		res[s] = C_NO; val[s] = 0;
+		printf("m%d: acquire t%d refused by the queue\n", MN(m), t)
+	:: h[m] == 0 && !qn ->
 		if
 		:: tomb[m] & TB(t) ->
 			res[s] = C_X; val[s] = 0;
@@ -730,6 +741,14 @@ inline timeAt(m) {
 	fi
 }
 
+/* The queue (QUEUE): where the acquire of slot s would find the key free,
+ * the master's queue may have another waiter at its head, and refuse it. */
+#define QUEUEAT(s) \
+	if \
+	:: QUEUE && (SKIND(s) < MAXR || SKIND(s) == KRT) && h[SMAS(s)] == 0 -> qn = 1 \
+	:: true -> skip \
+	fi
+
 /* Send the deferred request of slot s: answered at once, or held back. A
  * roll-back where the rounds turned out to be refusals is not sent. */
 inline sendSlot(s) {
@@ -759,7 +778,7 @@ inline sendSlot(s) {
 	}
 	if
 	:: y == 0 -> skip
-	:: y != 0 -> pm = SMAS(s); timeAt(pm); d_step { pm = 0; serve(s); answered(s); y = 0 }
+	:: y != 0 -> pm = SMAS(s); timeAt(pm); QUEUEAT(s); d_step { pm = 0; serve(s); answered(s); y = 0; qn = 0 }
 	:: y != 0 && dq[DELAYS-1] == 0 -> d_step { hold(s); y = 0 }
 	fi
 }
@@ -1554,6 +1573,7 @@ inline happen() {
 	:: ev == EV_DELIVER ->
 		d_step { unhold(ea); pm = SMAS(ea) };
 		timeAt(pm);
+		QUEUEAT(ea);
 		d_step {
 		pm = 0;
 		if
@@ -1562,7 +1582,8 @@ inline happen() {
 			/* its client gave up: only its effect on the master counts */
 			w1 = res[ea]; w2 = val[ea]; serve(ea); res[ea] = w1; val[ea] = w2;
 			w1 = 0; w2 = 0
-		fi }
+		fi;
+		qn = 0 }
 	:: ev == EV_TIMEOUT -> d_step {
 		printf("c%d: gives up on ", OWNER(STOK(ea))); sayReq(ea); printf(" (timeout)\n");
 		st[ea] = S_NOREP }
@@ -1598,7 +1619,7 @@ inline happen() {
 }
 
 active proctype System() {
-	byte ev, ea, i, j, s, s2, f, n, y, rr, hh, v, kk, pt, pq, pm, x, w1, w2, cc, cmpr, ca, cb;
+	byte ev, ea, i, j, s, s2, f, n, y, rr, hh, v, kk, pt, pq, pm, x, w1, w2, cc, cmpr, ca, cb, qn;
 	READ_SWITCHES;
 	d_step {
 		for (i : 0 .. NM-1) {
