@@ -160,10 +160,12 @@ func newScript(src string, keys int) script {
 // lib.lua, a newline, then the script). The keys and arguments follow the
 // scripts' headers:
 //
-//	acquire  KEYS lock, fencing counter, fence floor, tombstone, fence stamp
+//	acquire  KEYS lock, fencing counter, fence floor, tombstone, fence stamp,
+//	         waiting queue, its leases
 //	         ARGV token, TTL ms, owner, counter retention ms, '' (no
-//	         hand-over), '' (no proposed count), the master's identity
-//	release  KEYS lock, tombstone
+//	         hand-over), '' (no proposed count), '', '', '' (no waiter),
+//	         the master's identity
+//	release  KEYS lock, tombstone, waiting queue, its leases
 //	         ARGV token, owner, channel, '' or (rolling back) tombstone TTL ms
 //
 // The identity ("<run_id> <master_replid>") is read once per master here,
@@ -197,7 +199,7 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	if acquireSrc == "" || releaseSrc == "" {
 		return errors.New("floor: empty script")
 	}
-	acq, rel := newScript(acquireSrc, 5), newScript(releaseSrc, 2)
+	acq, rel := newScript(acquireSrc, 7), newScript(releaseSrc, 4)
 	ids := make([]string, len(f.masters))
 	for i, m := range f.masters {
 		ids[i] = identity(m)
@@ -208,7 +210,8 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token, prefix+"fence-floor:stamp",
-			token, ttlMS, "", keepMS, "", "", ids[i]))
+			prefix+"queue:"+key, prefix+"queue-leases:"+key,
+			token, ttlMS, "", keepMS, "", "", "", "", "", ids[i]))
 		if err != nil {
 			return false, false, err
 		}
@@ -227,7 +230,7 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 		if rollback {
 			undo = ttlMS
 		}
-		_, err := redis.Int64(f.eval(ctx, i, rel, key, prefix+"void:"+token,
+		_, err := redis.Int64(f.eval(ctx, i, rel, key, prefix+"void:"+token, prefix+"queue:"+key, prefix+"queue-leases:"+key,
 			token, "", prefix+"released:"+key, undo))
 		return err
 	}
