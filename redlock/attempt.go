@@ -24,11 +24,11 @@ type outcome struct {
 	raise  fenceNote     // the raise of lagging masters, for the observer
 	took   time.Duration // how long the attempt took
 	// behind: the attempt's waiter stands behind others in the masters'
-	// queues; first: it heads the queue on a quorum of masters (see
-	// Client.inLine); reached counts the voting masters that answered (see
-	// Client.voters).
-	behind, first bool
-	reached       int
+	// queues; first: it heads the queue on a quorum of masters; far: behind
+	// two others at least (see Client.inLine); reached counts the voting
+	// masters that answered (see Client.voters).
+	behind, first, far bool
+	reached            int
 }
 
 // round is one fan-out of the acquire script with the attempt's token: each
@@ -165,7 +165,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 
 	out := outcome{freeIn: c.freeIn(last), votes: last, took: elapsed, raise: raise, reached: c.voters(last, key, window)}
-	out.behind, out.first = c.inLine(last, req.waiter)
+	out.behind, out.first, out.far = c.inLine(last, req.waiter)
 	t := last.count()
 	granted := t.yes + t.abstained
 	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum

@@ -56,9 +56,11 @@ func (c *Client) queueAt(req *request, p *place) {
 // win a quorum before they go; it waits for the release that names it, or
 // renews its place. first: it heads the queue on a quorum of masters, so
 // only the holder stands between it and the key; it waits for the release
-// that names it, or the holder's TTL.
-func (c *Client) inLine(r round, waiter string) (behind, first bool) {
-	others, heads := 0, 0
+// that names it, or the holder's TTL. far: it stands behind at least two
+// others on a quorum of masters, so that no release can name it in the
+// next round trip or so.
+func (c *Client) inLine(r round, waiter string) (behind, first, far bool) {
+	others, heads, deep := 0, 0, 0
 	for i := range r.res.Nodes() {
 		a, _, ok := r.answer(i)
 		if !ok || a.err != nil || a.grant.OK || a.grant.Head == "" {
@@ -69,8 +71,11 @@ func (c *Client) inLine(r round, waiter string) (behind, first bool) {
 		} else {
 			others++
 		}
+		if a.grant.Rank >= 2 {
+			deep++
+		}
 	}
-	return others > len(c.nodes)-c.quorum, waiter != "" && heads >= c.quorum
+	return others > len(c.nodes)-c.quorum, waiter != "" && heads >= c.quorum, deep >= c.quorum
 }
 
 // voters counts the masters that answered round r, granting or refusing,

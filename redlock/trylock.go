@@ -127,12 +127,13 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	renewEvery := c.o.queueLease / 3
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription: a release
-	// made in it went unheard. A waiter that made no attempt, or that is
-	// not first in line, has no such gap (see pokeIfFirst), nor has one
-	// behind others in the masters' queues: a release then names another.
-	// One that made no attempt and is first in line tries at once.
+	// made in it, naming this waiter, went unheard. A waiter that is not
+	// first in line here has no such gap (see pokeIfFirst), nor has one
+	// that stands behind two others or more in the masters' queues: no
+	// release names it that soon. One that made no attempt and is first in
+	// line tries at once.
 	w.ready(ctx, c.nodeTimeout(ttl))
-	if !attempted || !a.behind {
+	if !attempted || !a.far {
 		w.pokeIfFirst()
 	}
 	for n := 1; ; n++ {

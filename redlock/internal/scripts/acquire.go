@@ -66,15 +66,17 @@ type Grant struct {
 	// kind, "" when none (RolledBack).
 	Holder string
 	// Head is the waiter at the head of the key's queue when not OK, "" when
-	// nobody queues there.
+	// nobody queues there; Rank is the Acquire's waiter's place in it, 0 at
+	// the head, -1 when it does not queue there.
 	Head string
+	Rank int64
 }
 
 // Unknown is the holder of a key that holds no lock of this library.
 const Unknown = "?"
 
 // DecodeGrant reads acquire.lua's reply: {1, counter} or {1, counter, 1}
-// when granted, {0, PTTL, holder, head} or {0, -3} when not.
+// when granted, {0, PTTL, holder, head, rank} or {0, -3} when not.
 func DecodeGrant(v any) (Grant, error) {
 	xs, err := array(v, 2)
 	if err != nil {
@@ -96,12 +98,17 @@ func DecodeGrant(v any) (Grant, error) {
 		}
 		return g, nil
 	}
-	g := Grant{PTTL: time.Duration(num) * time.Millisecond}
+	g := Grant{PTTL: time.Duration(num) * time.Millisecond, Rank: -1}
 	if len(xs) > 2 {
 		g.Holder, _ = str(xs[2])
 	}
 	if len(xs) > 3 {
 		g.Head, _ = str(xs[3])
+	}
+	if len(xs) > 4 {
+		if r, err := integer(xs[4]); err == nil {
+			g.Rank = r
+		}
 	}
 	return g, nil
 }

@@ -18,7 +18,8 @@
 -- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
 -- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder,
--- the queue's head} when it does not (PTTL -3 when the attempt was already
+-- the queue's head, the waiter's rank in the queue (0 at the head, -1 when
+-- not queued)} when it does not (PTTL -3 when the attempt was already
 -- rolled back here). The holder is the token of a plain lock,
 -- "owner:<owner>" of a reentrant one, '?' when none holds it; contenders
 -- that split the votes compare them. The head is '' when nobody queues.
@@ -90,12 +91,14 @@ if not act then
       holder = '?'
     end
   end
+  local rank = -1
   if waiter ~= '' and redis.call('EXISTS', KEYS[8]) == 0 then
     L = L or lib()
     L.enqueue(queue, leases, waiter, ticket, tonumber(lease))
     head = redis.call('ZRANGE', queue, 0, 0)[1]
+    rank = redis.call('ZRANK', queue, waiter)
   end
-  return {0, redis.call('PTTL', lock), holder, head or ''}
+  return {0, redis.call('PTTL', lock), holder, head or '', rank}
 end
 
 -- Read the tombstone, the stamp, the fence record and the floor in one
