@@ -38,7 +38,7 @@ func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
 	)
 	write(addrs[1],
 		[]any{"HSET", "lock-c", "owner", "me", "hold:other-failed", 1},
-		[]any{"SET", "lock-d", "held-token"}, // no expiry
+		[]any{"SET", "lock-d", "held-token"},                       // no expiry
 		[]any{"ZADD", "quorumlock:queue-leases:{x}lock-c", 1, "w"}, // a queue that never ends
 	)
 
