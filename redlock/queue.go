@@ -31,6 +31,10 @@ type place struct {
 	id     string
 	ticket int64
 	sent   atomic.Bool // an acquire queuing at this place was sent: it may be queued
+	// idle: the waiter does not renew its place (the minority rule). Its
+	// acquires still name it, so that where it heads a queue it may take
+	// the key, but they queue it nowhere.
+	idle atomic.Bool
 }
 
 // newPlace returns a place for a Lock call that begins now.
@@ -42,13 +46,18 @@ func (c *Client) newPlace() (*place, error) {
 	return &place{id: id, ticket: c.o.clock.Now().UnixMicro()}, nil
 }
 
-// queueAt sets req to queue at p, when p is not nil.
+// queueAt sets req to queue at p, when p is not nil: to take the key
+// where p heads the queue, and, unless p is idle, to join or renew p where
+// refused.
 func (c *Client) queueAt(req *request, p *place) {
 	if p == nil {
 		return
 	}
-	req.waiter, req.ticket, req.lease = p.id, p.ticket, c.o.queueLease
-	p.sent.Store(true)
+	req.waiter = p.id
+	if !p.idle.Load() {
+		req.ticket, req.lease = p.ticket, c.o.queueLease
+		p.sent.Store(true)
+	}
 }
 
 // inLine reads where waiter stands in the masters' queues after round r.

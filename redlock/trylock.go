@@ -193,11 +193,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				return handed, nil
 			}
 		}
-		queueAt := at
-		if !renew {
-			queueAt = nil
-		}
-		a = c.attempt(ctx, key, ttl, lo, nil, queueAt)
+		at.idle.Store(!renew)
+		a = c.attempt(ctx, key, ttl, lo, nil, at)
 		c.observeAttempt(ctx, key, obs.next(), a)
 		w.end()
 		tell()

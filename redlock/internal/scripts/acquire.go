@@ -20,8 +20,9 @@ type Acquire struct {
 	// master of one attempt, so that their counters agree (see proposed in
 	// lib.lua); 0 proposes nothing.
 	Propose int64
-	// Waiter, when not "", queues on a refusal (see The queue in
-	// acquire.lua): at Ticket, with a place that lasts Lease unless renewed.
+	// Waiter, when not "", takes the key where it heads the queue, and
+	// queues on a refusal (see The queue in acquire.lua): at Ticket, with a
+	// place that lasts Lease unless renewed; with Lease 0 it queues nowhere.
 	Waiter string
 	Ticket int64
 	Lease  time.Duration
@@ -31,7 +32,7 @@ type Acquire struct {
 func (a Acquire) Call(s *Set, n Names) driver.Call {
 	k := n.OfToken(a.Key, a.Token)
 	ticket, lease := "", ""
-	if a.Waiter != "" {
+	if a.Waiter != "" && a.Lease > 0 {
 		ticket, lease = strconv.FormatInt(a.Ticket, 10), s.ms(a.Lease)
 	}
 	kv := []string{ // the keys, then the arguments: one allocation

@@ -13,7 +13,9 @@
 -- ARGV[6] the client's proposal for a new count, or '' (see The proposal
 -- below),
 -- ARGV[7] the waiter making the request, or '' for one that does not wait
--- (see The queue), ARGV[8] its ticket, ARGV[9] its lease, in ms,
+-- (see The queue), ARGV[8] its ticket, ARGV[9] its lease, in ms, or '' for
+-- a waiter that does not queue (it still takes the key where it heads the
+-- queue),
 -- ARGV[10] the master's identity as the client knows it, or '' (see
 -- fenceEpoch).
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
@@ -92,7 +94,7 @@ if not act then
     end
   end
   local rank = -1
-  if waiter ~= '' and redis.call('EXISTS', KEYS[8]) == 0 then
+  if waiter ~= '' and lease ~= '' and redis.call('EXISTS', KEYS[8]) == 0 then
     L = L or lib()
     L.enqueue(queue, leases, waiter, ticket, tonumber(lease))
     head = redis.call('ZRANGE', queue, 0, 0)[1]

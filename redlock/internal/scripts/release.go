@@ -50,7 +50,7 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	if r.Sharded {
 		sharded = "1"
 	}
-	if r.Rollback && r.Waiter != "" {
+	if r.Rollback && r.Waiter != "" && r.Lease > 0 {
 		kv := []string{ // the keys, then the arguments: one allocation
 			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Void(r.Waiter),
 			r.Token, r.Owner, channel, tomb, sharded, "", "", r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease),
