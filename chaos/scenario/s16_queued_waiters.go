@@ -199,8 +199,8 @@ func queuedWaitersLongLease() *Scenario {
 			return bad
 		}
 		// The long lease changes only who is asked first: the lock stays
-		// safe. C4's relock is not asked for: the dead waiter's place heads
-		// the line past the run.
+		// safe. C4's relock is not asked for: the dead waiter's place may
+		// still head the line when the run ends.
 		out := join(exclusive(r), fenced(r), noLoss(r))
 		behind := false
 		if r.C5 != nil {
