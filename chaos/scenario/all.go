@@ -8,5 +8,5 @@ func All() []*Scenario {
 	out = append(out, failovers()...)
 	out = append(out, clientPauseUnguarded())
 	out = append(out, clusterFailovers()...)
-	return append(out, queuedWaiters())
+	return append(out, queuedWaiters(), queuedWaitersLongLease())
 }

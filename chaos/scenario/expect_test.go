@@ -303,6 +303,35 @@ func TestExpectations_QueuedWaiters(t *testing.T) {
 	}
 }
 
+func TestExpectations_QueuedWaitersLongLease(t *testing.T) {
+	s := queuedWaitersLongLease()
+	behind := check.Gap{Key: "chaos-16a", From: time.Second, To: 8 * time.Second, Allowed: time.Second + queueIdle, Deaths: 1}
+	tests := []struct {
+		name   string
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"the key left free behind the dead waiter", func(r *Result) { r.C5.Idle = []check.Gap{behind} }, false},
+		{"C5 clean", func(r *Result) {}, true},
+		{"only a free stretch with every waiter alive", func(r *Result) {
+			g := behind
+			g.Deaths, g.Allowed = 0, g.From+queueLive
+			r.C5.Idle = []check.Gap{g}
+		}, true},
+		{"only a call waiting past its bound", func(r *Result) {
+			r.C5.Stuck = []check.Judged{{Call: history.Attempt{Client: 3}, Waited: 7 * time.Second, Bound: time.Second}}
+		}, true},
+		{"no kill", func(r *Result) { r.C5.Idle = []check.Gap{behind}; delete(r.Marks, "kill") }, true},
+		{"two holders", func(r *Result) { r.C5.Idle = []check.Gap{behind}; r.C1 = []check.Violation{{}} }, true},
+		{"no relock after the run", func(r *Result) { r.C5.Idle = []check.Gap{behind}; r.Live.OK = false }, false},
+	}
+	for _, tt := range tests {
+		r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{"kill": time.Second}, C5: &check.Waits{Calls: 20}}
+		tt.mutate(r)
+		assert.Equal(t, tt.fails, len(s.Expect(r)) > 0, "%s: %v", tt.name, s.Expect(r))
+	}
+}
+
 func TestQuorumDown_ReadsTheFaults(t *testing.T) {
 	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 	s := &Scenario{Nodes: 5, TTL: time.Second, Guard: true}

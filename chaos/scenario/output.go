@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/quorumlock/chaos/report"
+	"github.com/quorumlock/quorumlock/chaos/workload"
 )
 
 // OutEnv names the environment variable that overrides the output folder.
@@ -102,6 +103,11 @@ func progressEnd(w io.Writer, r *Result) {
 		shortDuration(row.P99), shortDuration(row.Wall), row.Verdict, r.Scenario.Expected)
 	if r.C5 != nil {
 		fmt.Fprintf(w, "    %s\n", w5Summary(*r.C5))
+	}
+	if r.Scenario.Mode == workload.LockMode {
+		if n, median, longest := lockWaits(r.Record.Attempts); n > 0 {
+			fmt.Fprintf(w, "    Lock waits: %d granted, median %s, longest %s\n", n, shortDuration(median), shortDuration(longest))
+		}
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "    problem: %s\n", p)

@@ -187,7 +187,7 @@ func newWork(s *Scenario, c cluster.Cluster, env *Env, cfg workload.Config) (fun
 	}
 	p, err := workload.NewProcs(workload.ProcsConfig{
 		Exe: exe, Clients: s.Clients, Addrs: c.Addrs, Masters: direct(c), Key: cfg.Keys[0],
-		TTL: s.TTL, NodeTimeout: s.nodeTimeout(), Guard: s.Guard,
+		TTL: s.TTL, NodeTimeout: s.nodeTimeout(), Guard: s.Guard, QueueLease: s.QueueLease,
 		Wait: s.Wait, Pause: cfg.Pause, Backoff: cfg.Backoff, Seed: cfg.Seed,
 		History: cfg.History, Set: cfg.Set, Store: cfg.Store,
 	})

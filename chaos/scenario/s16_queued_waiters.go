@@ -69,7 +69,7 @@ func queuedWaiters() *Scenario {
 			after time.Duration // since the previous step returned
 			do    func() error
 		}{
-			{time.Second, func() error { return killHeads(ctx, e, 1, "kill 1") }},
+			{time.Second, func() error { _, err := killHeads(ctx, e, 1, "kill 1"); return err }},
 			{1500 * time.Millisecond, func() error {
 				if err := e.Cluster.Kill(ctx, 4); err != nil {
 					return err
@@ -85,7 +85,7 @@ func queuedWaiters() *Scenario {
 				return nil
 			}},
 			// n4 is in restart quarantine for at most 3 s from here.
-			{500 * time.Millisecond, func() error { return killHeads(ctx, e, 1, "kill 2") }},
+			{500 * time.Millisecond, func() error { _, err := killHeads(ctx, e, 1, "kill 2"); return err }},
 			{2 * time.Second, func() error { // n4 votes again: cut n2 off
 				if err := e.Cluster.Impair(ctx, cluster.Link{Client: cluster.AllClients, Node: 2}, cluster.Impairment{Kind: cluster.Blackhole}); err != nil {
 					return err
@@ -93,7 +93,7 @@ func queuedWaiters() *Scenario {
 				e.Mark("n2 cut")
 				return nil
 			}},
-			{time.Second, func() error { return killHeads(ctx, e, 1, "kill 3") }},
+			{time.Second, func() error { _, err := killHeads(ctx, e, 1, "kill 3"); return err }},
 			{2500 * time.Millisecond, func() error {
 				if err := e.Cluster.Heal(ctx, cluster.Link{Client: cluster.AllClients, Node: 2}); err != nil {
 					return err
@@ -101,7 +101,7 @@ func queuedWaiters() *Scenario {
 				e.Mark("n2 healed")
 				return nil
 			}},
-			{500 * time.Millisecond, func() error { return killHeads(ctx, e, 2, "kill 4") }},
+			{500 * time.Millisecond, func() error { _, err := killHeads(ctx, e, 2, "kill 4"); return err }},
 		}
 		for _, st := range steps {
 			if err := e.Sleep(ctx, st.after); err != nil {
@@ -145,11 +145,79 @@ func queuedWaiters() *Scenario {
 	return s
 }
 
+// controlLease is the client processes' queue lease in scenario 16a, 15
+// times the library's default: a dead waiter's places outlive the run.
+const controlLease = 30 * time.Second
+
+// queuedWaitersLongLease is scenario 16a, the negative control of C5: the
+// workload of scenario 16, but the client processes keep a place in line
+// for controlLease without renewing it, and the waiter at the head of the
+// line is killed once, with no other fault. Every master keeps the dead
+// waiter's place at the head of its queue, so the live waiters behind it
+// wait with the key free for the rest of the run, while C5 holds the line
+// to the bounds of the default lease (scenario 16's): it MUST find the key
+// left free behind a dead waiter.
+func queuedWaitersLongLease() *Scenario {
+	s := &Scenario{
+		ID: "16a", Name: "queued-waiters-long-lease",
+		Shows:    fmt.Sprintf("scenario 16's 8 client processes with a queue lease of %v; the longest waiter SIGKILLed once, and no other fault: the negative control of C5", controlLease),
+		Expected: fmt.Sprintf("C5 MUST find the key free for over %v after the dead waiter's death while live waiters wait", queueIdle),
+
+		Nodes: 5, Clients: 8, TTL: time.Second, Run: 8 * time.Second,
+		Guard: true, WarmUp: true,
+		Mode: workload.LockMode, Wait: 15 * time.Second, Processes: true, QueueLease: controlLease,
+		Waits: &check.WaitBounds{Lease: queueLease, Idle: queueIdle, Live: queueLive, Handoff: queueHandoff, Skew: queueSkew, Overtakes: queueOvertakes},
+	}
+	s.Inject = func(ctx context.Context, e *Env) error {
+		if err := e.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+		// A process that got the lock the moment it was killed leaves no
+		// place behind; kill again until one dies waiting.
+		hit := false
+		for try := 0; try < 3 && !hit; try++ {
+			kills, err := killHeads(ctx, e, 1, "kill")
+			if err != nil {
+				return err
+			}
+			for _, k := range kills {
+				hit = hit || k.Waiting
+			}
+		}
+		if !hit {
+			return errors.New("three kills and none hit a process waiting in Lock")
+		}
+		if err := e.Sleep(ctx, 6*time.Second); err != nil {
+			return err
+		}
+		noteWaits(e, [][2]time.Duration{{0, e.marks["kill"]}, {e.marks["kill"], e.History.Now()}},
+			[]string{"before the kill", "after the kill"})
+		return nil
+	}
+	s.Expect = func(r *Result) []string {
+		if _, bad := marks(r, "kill"); bad != nil {
+			return bad
+		}
+		// The long lease changes only who is asked first: the lock stays
+		// safe. C4's relock is not asked for: the dead waiter's place may
+		// still head the line when the run ends.
+		out := join(exclusive(r), fenced(r), noLoss(r))
+		behind := false
+		if r.C5 != nil {
+			for _, g := range r.C5.Idle {
+				behind = behind || g.Deaths > 0
+			}
+		}
+		return append(out, want(behind, "negative control: C5 found no key left free past %v behind a dead waiter, so it cannot be shown to fail", queueIdle)...)
+	}
+	return s
+}
+
 // killHeads kills the n client processes that have waited longest in Lock
 // (the head of a line ordered by arrival), each once it has waited at
-// least a heartbeat's worth of a round trip, marks the moment, and starts
-// them again a second later, in the background.
-func killHeads(ctx context.Context, e *Env, n int, mark string) error {
+// least a heartbeat's worth of a round trip, marks the moment, starts them
+// again a second later, and returns what each kill found.
+func killHeads(ctx context.Context, e *Env, n int, mark string) ([]workload.Kill, error) {
 	var heads []workload.Waiter
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -166,7 +234,7 @@ func killHeads(ctx context.Context, e *Env, n int, mark string) error {
 			break
 		}
 		if err := e.Sleep(wctx, time.Millisecond); err != nil {
-			return fmt.Errorf("%s: fewer than %d clients waiting in Lock", mark, n)
+			return nil, fmt.Errorf("%s: fewer than %d clients waiting in Lock", mark, n)
 		}
 	}
 	e.Mark(mark)
@@ -174,7 +242,7 @@ func killHeads(ctx context.Context, e *Env, n int, mark string) error {
 	for _, h := range heads {
 		k, err := e.Procs.Kill(ctx, h.Client)
 		if err != nil {
-			return err
+			return kills, err
 		}
 		kills = append(kills, k)
 	}
@@ -183,14 +251,14 @@ func killHeads(ctx context.Context, e *Env, n int, mark string) error {
 			waitedSince(heads, k.Client).Round(time.Millisecond), k.At.Round(time.Millisecond), k.Waiting, k.Holding)
 	}
 	if err := e.Sleep(ctx, time.Second); err != nil {
-		return err
+		return kills, err
 	}
 	for _, k := range kills {
 		if err := e.Procs.Start(k.Client); err != nil {
-			return err
+			return kills, err
 		}
 	}
-	return nil
+	return kills, nil
 }
 
 func waitedSince(ws []workload.Waiter, client int) time.Duration {

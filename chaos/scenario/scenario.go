@@ -69,6 +69,9 @@ type Scenario struct {
 	// process; Env.Procs kills and starts them. The test binary must run
 	// workload.ChildMain when workload.IsChild (see TestMain).
 	Processes bool
+	// QueueLease is the client processes' lease of a place in line
+	// (redlock.WithQueueLease); 0 leaves the library's default.
+	QueueLease time.Duration
 	// Waits, when set, has checker C5 judge the run's Lock calls with these
 	// bounds (Result.C5).
 	Waits *check.WaitBounds

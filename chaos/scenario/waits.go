@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/quorumlock/chaos/check"
@@ -86,4 +87,20 @@ func unstuck(r *Result) []string {
 			g.Key, g.From.Round(time.Millisecond), g.To.Round(time.Millisecond), g.Over().Round(time.Millisecond), why))
 	}
 	return out
+}
+
+// lockWaits returns how many Lock calls got the lock, and the median and
+// longest of their waits.
+func lockWaits(as []history.Attempt) (n int, median, longest time.Duration) {
+	var ws []time.Duration
+	for _, a := range as {
+		if a.OK {
+			ws = append(ws, a.Latency())
+		}
+	}
+	if len(ws) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ws)
+	return len(ws), ws[len(ws)/2], ws[len(ws)-1]
 }

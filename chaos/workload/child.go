@@ -42,6 +42,10 @@ type ChildConfig struct {
 	Pause       time.Duration // the longest pause inside the critical section
 	Backoff     time.Duration // the longest wait after a failed Lock call
 	Seed        uint64
+	// QueueLease is the lease of the client's places in the masters'
+	// waiting lines (redlock.WithQueueLease); 0 leaves the library's
+	// default.
+	QueueLease time.Duration
 }
 
 // event is one line a waiter process writes to its stdout. Times are
@@ -118,6 +122,9 @@ func ChildMain() int {
 	}
 	if !cfg.Guard {
 		opts = append(opts, redlock.WithRestartGuard(0))
+	}
+	if cfg.QueueLease > 0 {
+		opts = append(opts, redlock.WithQueueLease(cfg.QueueLease))
 	}
 	c, err := redlock.NewFromAddrs(cfg.Addrs, opts...)
 	if err != nil {

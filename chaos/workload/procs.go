@@ -43,6 +43,9 @@ type ProcsConfig struct {
 	NodeTimeout time.Duration
 	// Guard leaves the restart guard on.
 	Guard bool
+	// QueueLease is the lease of a waiter's place in line
+	// (redlock.WithQueueLease); 0 leaves the library's default.
+	QueueLease time.Duration
 	// Wait bounds each Lock call.
 	Wait time.Duration
 	// Pause is the longest pause between the read and the write of the
@@ -60,8 +63,8 @@ func (c ProcsConfig) validate() error {
 	switch {
 	case c.Exe == "" || c.Clients <= 0 || c.Addrs == nil || c.Key == "":
 		return errors.New("workload: waiter processes need a binary, clients, their links and a key")
-	case c.TTL <= 0 || c.NodeTimeout <= 0 || c.Wait <= 0 || c.Backoff <= 0 || c.Pause < 0:
-		return errors.New("workload: waiter processes need a positive TTL, NodeTimeout, Wait and Backoff, and a Pause >= 0")
+	case c.TTL <= 0 || c.NodeTimeout <= 0 || c.Wait <= 0 || c.Backoff <= 0 || c.Pause < 0 || c.QueueLease < 0:
+		return errors.New("workload: waiter processes need a positive TTL, NodeTimeout, Wait and Backoff, and a Pause and QueueLease >= 0")
 	case c.History == nil || c.Set == nil || c.Store == nil:
 		return errors.New("workload: waiter processes need a history, a set and a fenced store")
 	}
@@ -189,7 +192,7 @@ func (p *Procs) Start(i int) error {
 	}
 	cfg := ChildConfig{
 		Client: i, Incarnation: p.starts[i], Addrs: p.cfg.Addrs(i), Key: p.cfg.Key,
-		TTL: p.cfg.TTL, NodeTimeout: p.cfg.NodeTimeout, Guard: p.cfg.Guard,
+		TTL: p.cfg.TTL, NodeTimeout: p.cfg.NodeTimeout, Guard: p.cfg.Guard, QueueLease: p.cfg.QueueLease,
 		Wait: p.cfg.Wait, Pause: p.cfg.Pause, Backoff: p.cfg.Backoff, Seed: p.cfg.Seed,
 	}
 	b, err := json.Marshal(cfg)
