@@ -28,6 +28,13 @@ func TestRunContention_EightGoroutines_ExclusiveAndMeasured(t *testing.T) {
 		{"redsync", func(o *Observer) []Waiter {
 			return repeat(newObservedRedsync(t, cl.addrs, o), 8)
 		}},
+		{"quorumlock-goredis-8clients", func(o *Observer) []Waiter {
+			ws := make([]Waiter, 8)
+			for i := range ws {
+				ws[i] = newObservedAdapterQuorumLock(t, "goredis", cl.addrs, o)
+			}
+			return ws
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

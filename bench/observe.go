@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/driver/redigo"
@@ -100,13 +102,16 @@ func (o *Observer) Dropped() int {
 // returns its token.
 func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 	key := o.w.Load().key
-	switch cmd {
-	case "SET":
-		if len(args) >= 3 && args[0] == key && args[2] == "NX" {
+	switch {
+	case strings.EqualFold(cmd, "SET"):
+		// SET key token, with NX among the options: redigo's callers send
+		// NX PX ms, go-redis and rueidiscompat their own order, lower case
+		// for go-redis.
+		if len(args) >= 3 && args[0] == key && hasNX(args[2:]) {
 			t, ok := args[1].(string)
 			return t, ok
 		}
-	case "EVALSHA", "EVAL":
+	case strings.EqualFold(cmd, "EVALSHA"), strings.EqualFold(cmd, "EVAL"):
 		// script, number of keys, keys, then arguments: the token first.
 		if len(args) < 3 || args[2] != key {
 			return "", false
@@ -123,6 +128,16 @@ func (o *Observer) acquireToken(cmd string, args []any) (string, bool) {
 		return t, ok
 	}
 	return "", false
+}
+
+// hasNX reports whether a SET's options include NX.
+func hasNX(opts []any) bool {
+	for _, a := range opts {
+		if s, ok := a.(string); ok && strings.EqualFold(s, "NX") {
+			return true
+		}
+	}
+	return false
 }
 
 // acquireCall returns the token of a quorumlock acquire of the observed key.
@@ -167,6 +182,12 @@ func (o *Observer) answered(token string, reply any, err error) {
 	if re, ok := err.(redis.Error); ok && strings.HasPrefix(string(re), "NOSCRIPT") {
 		return // the client sends the script's source next
 	}
+	o.vote(token, yes, no)
+}
+
+// vote notes a master's answer to an acquire command: a yes, a no (the
+// key held by someone else), or neither (an error or a timeout).
+func (o *Observer) vote(token string, yes, no bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a := o.attempts[token]
@@ -300,6 +321,45 @@ func (p ObservedPool) Sharded() bool { return p.P.Sharded() }
 // Close closes the wrapped pool.
 func (p ObservedPool) Close() error { return p.P.Close() }
 
+// ObservedMaster is ObservedPool over any quorumlock driver: the go-redis
+// or the rueidis adapter. (ObservedPool keeps its concrete redigo.Redis, so
+// that the default driver's rows are observed as they always were.)
+type ObservedMaster struct {
+	M driver.Master
+	O *Observer
+}
+
+var _ driver.Master = ObservedMaster{}
+
+// Start starts the call on the wrapped driver, reporting it when it is an
+// acquire of the observed key.
+func (m ObservedMaster) Start(ctx context.Context, call driver.Call, done driver.Done) {
+	token, ok := m.O.acquireCall(call)
+	if !ok {
+		m.M.Start(ctx, call, done)
+		return
+	}
+	m.O.sent(token)
+	m.M.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
+		m.O.answered(token, rep.Value, err)
+		done.Returned(rep, err)
+	}))
+}
+
+// Subscribe opens an unobserved subscription.
+func (m ObservedMaster) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	return m.M.Subscribe(ctx)
+}
+
+// Addr returns the master's address.
+func (m ObservedMaster) Addr() string { return m.M.Addr() }
+
+// Sharded reports whether the wrapped driver announces with sharded pub/sub.
+func (m ObservedMaster) Sharded() bool { return m.M.Sharded() }
+
+// Close closes the wrapped driver.
+func (m ObservedMaster) Close() error { return m.M.Close() }
+
 // ObservedRedigoPool is a redigo pool, as redsync's adapter takes it, whose
 // connections report acquire commands to an Observer.
 type ObservedRedigoPool struct {
@@ -319,4 +379,107 @@ func (p ObservedRedigoPool) GetContext(ctx context.Context) (redis.Conn, error) 
 		return nil, err
 	}
 	return newObservedConn(c, p.O), nil
+}
+
+// goRedisObserver is a go-redis hook that reports acquire commands (SET
+// key token … NX) to an Observer, as redsync's go-redis adapter sends
+// them: each alone, not in a pipeline.
+type goRedisObserver struct{ o *Observer }
+
+var _ goredis.Hook = goRedisObserver{}
+
+func (h goRedisObserver) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h goRedisObserver) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		args := cmd.Args()
+		if len(args) == 0 {
+			return next(ctx, cmd)
+		}
+		name, _ := args[0].(string)
+		token, ok := h.o.acquireToken(name, args[1:])
+		if !ok {
+			return next(ctx, cmd)
+		}
+		h.o.sent(token)
+		err := next(ctx, cmd)
+		// SET … NX is a *goredis.BoolCmd: true when set, false (and no
+		// error) when the key was held.
+		b, isBool := cmd.(*goredis.BoolCmd)
+		h.o.vote(token, err == nil && isBool && b.Val(), err == nil && isBool && !b.Val())
+		return err
+	}
+}
+
+func (h goRedisObserver) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+// observeGoRedis has a go-redis client report its acquire commands to o.
+// Call it before the client's first command.
+func observeGoRedis(c *goredis.Client, o *Observer) { c.AddHook(goRedisObserver{o}) }
+
+// ObservedRueidis is a rueidis client that reports acquire commands (SET
+// key token … NX) sent through Do or DoMulti to an Observer, as redsync's
+// rueidis adapter (over rueidiscompat) sends them.
+type ObservedRueidis struct {
+	rueidis.Client
+	O *Observer
+}
+
+func (c ObservedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	token, ok := c.acquireToken(cmd)
+	if !ok {
+		return c.Client.Do(ctx, cmd)
+	}
+	c.O.sent(token)
+	r := c.Client.Do(ctx, cmd)
+	c.answered(token, r)
+	return r
+}
+
+func (c ObservedRueidis) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	var tokens []string // as multi, "" for a command that is no acquire
+	for i, cmd := range multi {
+		if token, ok := c.acquireToken(cmd); ok {
+			if tokens == nil {
+				tokens = make([]string, len(multi))
+			}
+			tokens[i] = token
+			c.O.sent(token)
+		}
+	}
+	rs := c.Client.DoMulti(ctx, multi...)
+	for i, token := range tokens {
+		if token != "" && i < len(rs) {
+			c.answered(token, rs[i])
+		}
+	}
+	return rs
+}
+
+// acquireToken recognises SET key token … NX on the observed key. Only
+// such a SET is turned into the Observer's []any form, so that other
+// commands cost no allocation.
+func (c ObservedRueidis) acquireToken(cmd rueidis.Completed) (string, bool) {
+	parts := cmd.Commands()
+	if len(parts) < 4 || !strings.EqualFold(parts[0], "SET") || parts[1] != c.O.w.Load().key {
+		return "", false
+	}
+	args := make([]any, len(parts)-1)
+	for i, p := range parts[1:] {
+		args[i] = p
+	}
+	return c.O.acquireToken(parts[0], args)
+}
+
+// answered notes a SET NX's reply: OK when set, nil when the key was held.
+func (c ObservedRueidis) answered(token string, r rueidis.RedisResult) {
+	err := r.Error()
+	if rueidis.IsRedisNil(err) {
+		c.O.vote(token, false, true)
+		return
+	}
+	s, serr := r.ToString()
+	c.O.vote(token, err == nil && serr == nil && s == "OK", false)
 }

@@ -20,6 +20,10 @@ func TestObserver_CountsVotesOfEachAttempt(t *testing.T) {
 	}{
 		{"quorumlock", func(o *Observer) Locker { return newObservedQuorumLock(t, cl.addrs, o) }},
 		{"redsync", func(o *Observer) Locker { return newObservedRedsync(t, cl.addrs, o) }},
+		{"quorumlock-goredis", func(o *Observer) Locker { return newObservedAdapterQuorumLock(t, "goredis", cl.addrs, o) }},
+		{"quorumlock-rueidis", func(o *Observer) Locker { return newObservedAdapterQuorumLock(t, "rueidis", cl.addrs, o) }},
+		{"redsync-goredis", func(o *Observer) Locker { return newObservedRedsyncGoRedis(t, cl.addrs, o) }},
+		{"redsync-rueidis", func(o *Observer) Locker { return newObservedRedsyncRueidis(t, cl.addrs, o) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +68,7 @@ func TestObserver_IgnoresOtherKeysScriptsAndCommands(t *testing.T) {
 	}{
 		{"SET", []any{"other", "t", "NX", "PX", 1}},
 		{"SET", []any{"k", "t"}},
+		{"SET", []any{"k", "t", "XX", "PX", 10}},
 		{"GET", []any{"k"}},
 		{"EVALSHA", []any{"another-sha", 1, "k", "t"}},
 		{"EVALSHA", []any{sha, 2, "other", "f", "t"}},
@@ -79,6 +84,7 @@ func TestObserver_IgnoresOtherKeysScriptsAndCommands(t *testing.T) {
 		{"EVALSHA", []any{sha, 4, "k", "f", "g", "v", "t", "10", "", "1"}},
 		{"EVAL", []any{src, 1, "k", "t"}},
 		{"SET", []any{"k", "t", "NX", "PX", 10}},
+		{"set", []any{"k", "t", "ex", 10, "nx"}},
 	} {
 		tok, ok := o.acquireToken(c.cmd, c.args)
 		assert.True(t, ok, "%s %v", c.cmd, c.args)

@@ -40,3 +40,26 @@ func TestTargetsMarkdown_VerdictOnMedianAndRoundsMet(t *testing.T) {
 	assert.Contains(t, lines[5], "| floor | ≥ 2.0 | 1.0 (1.0–1.0) | 0 of 3 | missed |")
 	assert.Contains(t, lines[6], "| absent | ≤ 1.0 | n/a | 0 of 0 | – |")
 }
+
+// The contention table has a row for each client library's 8 separate
+// clients and its redsync, and the targets compare them within a round.
+func TestReportTables_ContentionPerClientLibrary(t *testing.T) {
+	round := Round{}
+	for _, lib := range []string{"goredis", "rueidis"} {
+		round["contend/quorumlock-"+lib+"-8clients/locks_s"] = 3000
+		round["contend/quorumlock-"+lib+"-8clients/attempts_lock"] = 1.1
+		round["contend/quorumlock-"+lib+"-8clients/max_share_pct"] = 20
+		round["contend/quorumlock-"+lib+"-8clients/max_wait_ms"] = 10
+		round["contend/redsync-"+lib+"/locks_s"] = 1000
+	}
+	got := reportTables([]Round{round, round})
+	for _, lib := range []string{"goredis", "rueidis"} {
+		name := "quorumlock-" + lib + "-8clients"
+		assert.Contains(t, got, "| "+name+" | 3000 (3000–3000) |")
+		assert.Contains(t, got, "| redsync-"+lib+" | 1000 (1000–1000) |")
+		assert.Contains(t, got, "| "+name+": locks/s / redsync-"+lib+"'s | ≥ 1.50 | 3.00 (3.00–3.00) | 2 of 2 | met |")
+		assert.Contains(t, got, "| "+name+": attempts per lock | ≤ 1.20 | 1.10 (1.10–1.10) | 2 of 2 | met |")
+		assert.Contains(t, got, "| "+name+": max share % | ≤ 15.0 | 20.0 (20.0–20.0) | 0 of 2 | missed |")
+		assert.Contains(t, got, "| "+name+": longest wait ms | ≤ 50 | 10 (10–10) | 2 of 2 | met |")
+	}
+}

@@ -304,7 +304,10 @@ func reportTables(rounds []Round) string {
 		slowRows = append(slowRows, Row{l, "slow/" + l})
 		lanRows = append(lanRows, Row{l, "lan/" + l})
 	}
-	vs := []string{"quorumlock-shared", "quorumlock-8clients", "redsync", "redsync-retry4ms"}
+	vs := []string{
+		"quorumlock-shared", "quorumlock-8clients", "redsync", "redsync-retry4ms",
+		"quorumlock-goredis-8clients", "redsync-goredis", "quorumlock-rueidis-8clients", "redsync-rueidis",
+	}
 	var cRows []Row
 	for _, v := range vs {
 		cRows = append(cRows, Row{v, "contend/" + v})
@@ -354,6 +357,18 @@ func reportTables(rounds []Round) string {
 			Target{Title: v.name + ": locks/s / redsync's", Value: Ratio(row+"/locks_s", "contend/redsync/locks_s"), Limit: v.over, AtLeast: true, Verb: "%.2f"},
 			Target{Title: v.name + ": max share %", Value: Value(row + "/max_share_pct"), Limit: 25, Verb: "%.1f"},
 			Target{Title: v.name + ": longest wait ms", Value: Value(row + "/max_wait_ms"), Limit: 100, Verb: "%.0f"},
+		)
+	}
+	// 8 separate clients on one key over the go-redis and the rueidis
+	// adapters, each against redsync on the same client library.
+	for _, lib := range []string{"goredis", "rueidis"} {
+		name, rs := "quorumlock-"+lib+"-8clients", "redsync-"+lib
+		row := "contend/" + name
+		targets = append(targets,
+			Target{Title: name + ": locks/s / " + rs + "'s", Value: Ratio(row+"/locks_s", "contend/"+rs+"/locks_s"), Limit: 1.5, AtLeast: true, Verb: "%.2f"},
+			Target{Title: name + ": attempts per lock", Value: Value(row + "/attempts_lock"), Limit: 1.2, Verb: "%.2f"},
+			Target{Title: name + ": max share %", Value: Value(row + "/max_share_pct"), Limit: 15, Verb: "%.1f"},
+			Target{Title: name + ": longest wait ms", Value: Value(row + "/max_wait_ms"), Limit: 50, Verb: "%.0f"},
 		)
 	}
 	tables = append(tables, scaleTables()...)

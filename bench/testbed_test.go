@@ -12,10 +12,14 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
+	goredisdriver "github.com/quorumlock/quorumlock/driver/goredis"
 	"github.com/quorumlock/quorumlock/driver/redigo"
+	rueidisdriver "github.com/quorumlock/quorumlock/driver/rueidis"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -105,6 +109,43 @@ func newObservedQuorumLock(tb testing.TB, addrs []string, o *Observer) *QuorumLo
 	return q
 }
 
+// newObservedAdapterQuorumLock is the library over the go-redis adapter
+// (lib "goredis": a *goredis.Client per master) or the rueidis adapter
+// ("rueidis": a rueidis client per master), on clients of its own, with
+// every acquire reported to o; the restart guard is off, as in
+// newQuorumLock.
+func newObservedAdapterQuorumLock(tb testing.TB, lib string, addrs []string, o *Observer) *QuorumLock {
+	tb.Helper()
+	ms := make([]driver.Master, len(addrs))
+	for i, a := range addrs {
+		var (
+			m   driver.Master
+			err error
+		)
+		switch lib {
+		case "goredis":
+			m, err = goredisdriver.New(NewGoRedisClient(a), goredisdriver.WithCloseClient())
+		case "rueidis":
+			var c rueidis.Client
+			if c, err = NewRueidisClient([]string{a}); err == nil {
+				if m, err = rueidisdriver.New(c, rueidisdriver.WithCloseClient()); err != nil {
+					c.Close()
+				}
+			}
+		default:
+			tb.Fatalf("no adapter %q", lib)
+		}
+		require.NoError(tb, err, "%s on %s", lib, a)
+		tb.Cleanup(func() { m.Close() }) // after the client's: cleanups run last first
+		ms[i] = ObservedMaster{M: m, O: o}
+	}
+	c, err := redlock.New(ms, redlock.WithRestartGuard(0))
+	require.NoError(tb, err)
+	q := NewQuorumLock(c, lockTTL)
+	tb.Cleanup(func() { q.Close() })
+	return q
+}
+
 // newRedsync is redsync on fresh pools, its commands counted in sent.
 func newRedsync(tb testing.TB, addrs []string, sent *atomic.Int64, opts ...redsync.Option) *Redsync {
 	tb.Helper()
@@ -129,6 +170,38 @@ func newObservedRedsync(tb testing.TB, addrs []string, o *Observer) *Redsync {
 		pools[i] = ObservedRedigoPool{P: owned[i], O: o}
 	}
 	r := NewRedsync(pools, owned, lockTTL)
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// newObservedRedsyncGoRedis is redsync with its go-redis v9 adapter, on a
+// go-redis client per master (NewGoRedisClient), with every acquire
+// reported to o.
+func newObservedRedsyncGoRedis(tb testing.TB, addrs []string, o *Observer) *Redsync {
+	tb.Helper()
+	clients := make([]goredis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		c := NewGoRedisClient(a)
+		observeGoRedis(c, o)
+		clients[i] = c
+	}
+	r := NewRedsyncGoRedis(clients, lockTTL)
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// newObservedRedsyncRueidis is redsync with its rueidis adapter, on a
+// rueidis client per master (NewRueidisClient), with every acquire
+// reported to o.
+func newObservedRedsyncRueidis(tb testing.TB, addrs []string, o *Observer) *Redsync {
+	tb.Helper()
+	clients := make([]rueidis.Client, len(addrs))
+	for i, a := range addrs {
+		c, err := NewRueidisClient([]string{a})
+		require.NoError(tb, err, "rueidis on %s", a)
+		clients[i] = ObservedRueidis{c, o}
+	}
+	r := NewRedsyncRueidis(clients, lockTTL)
 	tb.Cleanup(func() { r.Close() })
 	return r
 }
@@ -274,12 +347,20 @@ const contenders8 = 8
 // contentionVariants returns the contended set-ups, each observed by o:
 // quorumlock with one shared client and with one client per goroutine (as
 // separate processes would), redsync as it comes, and redsync retrying
-// every 0 to 4 ms, for reference.
+// every 0 to 4 ms, for reference; then, for the go-redis and the rueidis
+// client libraries, quorumlock with one client per goroutine over that
+// library's adapter, each client on go-redis or rueidis clients of its
+// own, and redsync over its adapter for that library, one instance for
+// the goroutines as redsync's row on redigo.
 func contentionVariants(tb testing.TB, addrs []string, o *Observer) []variant {
 	tb.Helper()
 	eight := make([]Waiter, contenders8)
+	eightGoRedis := make([]Waiter, contenders8)
+	eightRueidis := make([]Waiter, contenders8)
 	for i := range eight {
 		eight[i] = newObservedQuorumLock(tb, addrs, o)
+		eightGoRedis[i] = newObservedAdapterQuorumLock(tb, "goredis", addrs, o)
+		eightRueidis[i] = newObservedAdapterQuorumLock(tb, "rueidis", addrs, o)
 	}
 	fast := newObservedRedsync(tb, addrs, o)
 	fast.opts = append(fast.opts, redsync.WithTries(1<<20), redsync.WithRetryDelayFunc(func(int) time.Duration {
@@ -290,6 +371,10 @@ func contentionVariants(tb testing.TB, addrs []string, o *Observer) []variant {
 		{"quorumlock-8clients", eight},
 		{"redsync", repeat(newObservedRedsync(tb, addrs, o), contenders8)},
 		{"redsync-retry4ms", repeat(fast, contenders8)},
+		{"quorumlock-goredis-8clients", eightGoRedis},
+		{"redsync-goredis", repeat(newObservedRedsyncGoRedis(tb, addrs, o), contenders8)},
+		{"quorumlock-rueidis-8clients", eightRueidis},
+		{"redsync-rueidis", repeat(newObservedRedsyncRueidis(tb, addrs, o), contenders8)},
 	}
 	for _, v := range vs { // connections and subscriptions up
 		key := "warm:" + v.name
