@@ -128,14 +128,17 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription: a release
 	// made in it, naming this waiter, went unheard. A waiter that is not
-	// first in line here has no such gap (see pokeIfFirst), nor has one
-	// that stands behind two others or more in the masters' queues: no
-	// release names it that soon. One that made no attempt and is first in
-	// line tries at once.
+	// first in line here has no such gap (see pokeIfFirst). One that stands
+	// behind two others or more in the masters' queues is unlikely to be
+	// named that soon, so it does not retry at once, but its first wait is
+	// short: those ahead of it may have left in the gap (other goroutines
+	// of this client, say, that joined its line behind it). One that made
+	// no attempt and is first in line tries at once.
 	w.ready(ctx, c.nodeTimeout(ttl))
 	if !attempted || !a.far {
 		w.pokeIfFirst()
 	}
+	gap := attempted && a.far
 	for n := 1; ; n++ {
 		delay, ok := c.o.retry.Delay(n)
 		if !ok {
@@ -158,6 +161,10 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			delay = a.freeIn
 		}
 		delay = min(delay, renewEvery)
+		if gap {
+			delay = min(delay, 2*c.nodeTimeout(ttl))
+			gap = false
+		}
 		if w.awaitingConfirmation() {
 			// A release now could go unheard: poll until the subscription is confirmed.
 			delay = min(delay, c.nodeTimeout(ttl))
