@@ -421,3 +421,40 @@ func TestQueue_MinorityRule_CountsVotersOnly(t *testing.T) {
 		})
 	}
 }
+
+// A roll-back that frees the key tells the head of the line: the attempt
+// was never the lock, but waiters in line wait for the key it took, and
+// when every contender's attempt is rolled back after a split vote, no
+// release would ever name them.
+func TestIntegration_Queue_RollBackAnnouncesTheHead(t *testing.T) {
+	srv := masters(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := client(t, srv)
+	m := c.nodes[0]
+	sub, err := redis.Dial("tcp", srv[0].Addr(), redis.DialReadTimeout(5*time.Second))
+	require.NoError(t, err)
+	defer sub.Close()
+	if aclSuite() {
+		_, err := sub.Do("AUTH", "app", "secret")
+		require.NoError(t, err)
+	}
+	psc := redis.PubSubConn{Conn: sub}
+	require.NoError(t, psc.Subscribe(suiteNames().Of("split").Channel()))
+	_, ok := psc.Receive().(redis.Subscription)
+	require.True(t, ok)
+
+	try := request{key: "split", token: "try", ttl: time.Second}
+	g, err := m.acquire(ctx, try)
+	require.NoError(t, err)
+	require.True(t, g.OK)
+	g, err = m.acquire(ctx, request{key: "split", token: "w-try", ttl: time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
+	require.NoError(t, err)
+	require.False(t, g.OK)
+	try.rollback = true
+	_, err = m.release(ctx, try)
+	require.NoError(t, err)
+	msg, ok := psc.Receive().(redis.Message)
+	require.True(t, ok, "the roll-back announced the key free")
+	assert.Equal(t, "w", string(msg.Data), "to the head of the line")
+}

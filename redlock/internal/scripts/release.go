@@ -14,8 +14,9 @@ type Release struct {
 	Key   string
 	Token string
 	Owner string // "" for a plain lock
-	// Rollback: the lock was never held, so nothing is announced, and the
-	// token's tombstone is left.
+	// Rollback: the lock was never held, so only a waiter at the head of
+	// the key's queue is told that the key is free, and the token's
+	// tombstone is left.
 	Rollback bool
 	// Tombstone leaves the token's tombstone for TTL also on a release: a
 	// request with the token may still be on its way here.
@@ -40,9 +41,6 @@ type Release struct {
 func (r Release) Call(s *Set, n Names) driver.Call {
 	k := n.OfToken(r.Key, r.Token)
 	channel, tomb := k.Channel(), ""
-	if r.Rollback {
-		channel = ""
-	}
 	if r.Rollback || r.Tombstone {
 		tomb = ms(r.TTL)
 	}
@@ -50,10 +48,14 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 	if r.Sharded {
 		sharded = "1"
 	}
-	if r.Rollback && r.Waiter != "" && r.Lease > 0 {
+	if r.Rollback {
+		waiter, ticket, lease, waiterVoid := "", "", "", k.Void(r.Token)
+		if r.Waiter != "" && r.Lease > 0 {
+			waiter, ticket, lease, waiterVoid = r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease), k.Void(r.Waiter)
+		}
 		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Void(r.Waiter),
-			r.Token, r.Owner, channel, tomb, sharded, "", "", r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease),
+			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), waiterVoid,
+			r.Token, r.Owner, channel, tomb, sharded, "", "", waiter, ticket, lease, "1",
 		}
 		return driver.Call{Script: s.Release, Keys: kv[:5:5], Args: kv[5:]}
 	}

@@ -2,8 +2,7 @@
 -- KEYS[1] lock, KEYS[2] the token's tombstone, KEYS[3] the key's waiting
 -- queue, KEYS[4] its leases (see acquire.lua)
 -- ARGV[1] token, ARGV[2] owner or '',
--- ARGV[3] the channel to announce a freed key on, or '' to announce nothing
--- (a roll-back: the lock was never held),
+-- ARGV[3] the channel to announce a freed key on, or '' to announce nothing,
 -- ARGV[4] '' or how long the token's tombstone lasts, in ms. A roll-back
 -- always leaves one, and a release does where a request with the token may
 -- still be on its way: the acquire script obeys it, so such a request cannot
@@ -24,7 +23,9 @@
 -- unless the waiter left meanwhile. Without it, a waiter at the head whose
 -- attempt failed would lose its place on the masters that granted it, to
 -- the waiter behind, and the two could split the masters between them
--- again and again.
+-- again and again. ARGV[11] '1' (a roll-back) announces only a head: the
+-- lock was never held, so nobody waits for its release, but waiters in
+-- line may wait for the key the attempt took.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
@@ -46,9 +47,11 @@ end
 if channel ~= '' then
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if head then head = lib().queueHead(queue, leases) end
-  local publish = 'PUBLISH'
-  if sharded == '1' then publish = 'SPUBLISH' end
-  local ok = redis.pcall(publish, channel, head or '')
-  if type(ok) == 'table' and ok.err then return 3 end
+  if head or ARGV[11] ~= '1' then
+    local publish = 'PUBLISH'
+    if sharded == '1' then publish = 'SPUBLISH' end
+    local ok = redis.pcall(publish, channel, head or '')
+    if type(ok) == 'table' and ok.err then return 3 end
+  end
 end
 return 1
