@@ -13,7 +13,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // Observer counts the votes of every lock attempt on one key, for any
@@ -283,47 +282,9 @@ func (c observedConn) ReceiveWithTimeout(d time.Duration) (any, error) {
 	return redis.ReceiveWithTimeout(c.Conn, d)
 }
 
-// ObservedPool is a quorumlock driver whose acquire scripts are reported to
-// an Observer. Its subscriptions are the wrapped driver's, unobserved.
-type ObservedPool struct {
-	P *redigo.Redis
-	O *Observer
-}
-
-var _ driver.Master = ObservedPool{}
-
-// Start starts the call on the wrapped pool, reporting it when it is an
-// acquire of the observed key.
-func (p ObservedPool) Start(ctx context.Context, call driver.Call, done driver.Done) {
-	token, ok := p.O.acquireCall(call)
-	if !ok {
-		p.P.Start(ctx, call, done)
-		return
-	}
-	p.O.sent(token)
-	p.P.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
-		p.O.answered(token, rep.Value, err)
-		done.Returned(rep, err)
-	}))
-}
-
-// Subscribe opens an unobserved subscription.
-func (p ObservedPool) Subscribe(ctx context.Context) (driver.Subscription, error) {
-	return p.P.Subscribe(ctx)
-}
-
-// Addr returns the master's address.
-func (p ObservedPool) Addr() string { return p.P.Addr() }
-
-// Sharded reports whether the wrapped driver announces with sharded pub/sub.
-func (p ObservedPool) Sharded() bool { return p.P.Sharded() }
-
-// Close closes the wrapped pool.
-func (p ObservedPool) Close() error { return p.P.Close() }
-
-// ObservedMaster is ObservedPool over any quorumlock driver: the go-redis
-// or the rueidis adapter. (ObservedPool keeps its concrete redigo.Redis, so
-// that the default driver's rows are observed as they always were.)
+// ObservedMaster is a quorumlock driver, any of them, whose acquire scripts
+// are reported to an Observer. Its subscriptions are the wrapped driver's,
+// unobserved.
 type ObservedMaster struct {
 	M driver.Master
 	O *Observer

@@ -100,7 +100,7 @@ func newObservedQuorumLock(tb testing.TB, addrs []string, o *Observer) *QuorumLo
 	ps := newPools(tb, addrs)
 	ms := make([]driver.Master, len(ps))
 	for i, p := range ps {
-		ms[i] = ObservedPool{P: p, O: o}
+		ms[i] = ObservedMaster{M: p, O: o}
 	}
 	c, err := redlock.New(ms, redlock.WithRestartGuard(0))
 	require.NoError(tb, err)
