@@ -122,7 +122,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		c.leave(key, at, got)
 	}()
 	// The minority rule (see place): a waiter renews its place only while
-	// its last round reached a quorum of masters.
+	// its last round reached a quorum of masters whose votes count.
 	renew := !attempted || a.reached >= c.quorum
 	renewEvery := c.o.queueLease / 3
 	// Announcements are heard from here on, so an immediate retry closes
