@@ -71,7 +71,7 @@ func NewSemFloor(ctx context.Context, addr string, permits int, timeout, ttl tim
 		m: m, permits: permits, ttl: ttl, timeout: timeout, sub: sub, done: make(chan struct{}),
 		acquire: driver.NewScript("semfloor-acquire", semFloorAcquire),
 		release: driver.NewScript("semfloor-release", semFloorRelease),
-		freed: make(chan struct{}),
+		freed:   make(chan struct{}),
 	}
 	go s.listen()
 	return s, nil
