@@ -35,11 +35,11 @@ type request struct {
 	permits, quorum int
 }
 
-// need is the number of masters r's operation needs: a permit's quorum, or
-// the client's.
-func (c *Client) need(r request) int {
-	if r.quorum > 0 {
-		return r.quorum
+// need is the number of masters an operation needs: quorum, a permit's,
+// when it is not 0, else the client's.
+func (c *Client) need(quorum int) int {
+	if quorum > 0 {
+		return quorum
 	}
 	return c.quorum
 }
