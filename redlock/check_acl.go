@@ -15,7 +15,7 @@ import (
 // aclCommands are the commands the lock's user must be allowed: the
 // drivers' (EVALSHA, EVAL, SUBSCRIBE, UNSUBSCRIBE), the restart guard's
 // (INFO, CONFIG GET, GET of the fence stamp), and those the scripts call.
-const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +mget +time +publish"
+const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +zcard +zrangebyscore +zremrangebyscore +mget +time +publish"
 
 // aclClusterCommands are what a Redis Cluster node's user needs besides
 // aclCommands: sharded announcements, and reading and following slots.
