@@ -137,7 +137,7 @@ func (s *Semaphore) options(opts []LockOption) []LockOption {
 // names another number of permits: the callers of the key disagree on K.
 // It wraps ErrInvalid; no retry can succeed.
 type PermitsError struct {
-	Key      string
+	Key      string // the semaphore's key
 	Permits  int    // what this call asked for
 	Recorded int    // what the master's record names
 	Addr     string // the master
