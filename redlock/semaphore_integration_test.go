@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,4 +231,44 @@ func TestIntegration_Semaphore_MajoritiesDoNotBoundTheHolders(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotObtained)
 	}
 	assert.LessOrEqual(t, held, 2, "more holders than permits")
+}
+
+// A Redis Cluster as one master: every key of a permit is in the
+// semaphore key's slot, wherever that is, and a release wakes a waiter
+// through the key's shard (SPUBLISH).
+func TestIntegration_Semaphore_ClusterNode(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{}) // 3 masters, no replicas
+	c, err := NewFromAddrs([]string{"redis+cluster://" + strings.Join(cl.Addrs(), ",")},
+		WithNamespace(suiteNS), WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(time.Second),
+		WithRetry(ConstantBackoff(30*time.Second)), WithQueueLease(time.Hour))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, key := range clusterKeys(t, "sem") {
+		s, err := c.Semaphore(key, 2)
+		require.NoError(t, err)
+		a, err := s.TryAcquire(ctx, 10*time.Second)
+		require.NoError(t, err, key)
+		b, err := s.TryAcquire(ctx, 10*time.Second)
+		require.NoError(t, err, key)
+		require.NoError(t, a.Extend(ctx, 10*time.Second), key)
+		woken := make(chan error, 1)
+		go func() {
+			w, err := s.Acquire(ctx, 10*time.Second)
+			if err == nil {
+				err = w.Release(ctx)
+			}
+			woken <- err
+		}()
+		time.Sleep(300 * time.Millisecond) // the waiter queues and subscribes on the key's shard
+		require.NoError(t, a.Release(ctx), key)
+		select {
+		case err := <-woken:
+			require.NoError(t, err, key)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the waiter was not woken; its backoff is 30s", key)
+		}
+		require.NoError(t, b.Release(ctx), key)
+	}
 }

@@ -167,3 +167,25 @@ func TestSemaphore_PermitIsALock(t *testing.T) {
 		assert.Empty(t, f.callsOf("fence"), "%s: the masters agreed on every count", f.name)
 	}
 }
+
+// A permit's calls reach the observer as a lock's do, with the permit's
+// quorum in the votes.
+func TestSemaphore_Observed(t *testing.T) {
+	rec := &recorder{}
+	c, _, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy, healthy, healthy}, WithObserver(rec))
+	s, err := c.Semaphore("k", 2)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := s.TryAcquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	require.NoError(t, l.Release(ctx))
+	assert.Equal(t, []Op{OpTryLock, OpExtend, OpRelease}, rec.starts)
+	attempts := rec.of(KindAttempt)
+	require.Len(t, attempts, 1)
+	assert.Equal(t, OutcomeObtained, attempts[0].Outcome)
+	assert.Equal(t, 5, attempts[0].Votes.Masters)
+	assert.Equal(t, 4, attempts[0].Votes.Quorum, "the permit's quorum, not a majority")
+	assert.GreaterOrEqual(t, attempts[0].Votes.Granted, 4)
+}
