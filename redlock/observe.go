@@ -140,7 +140,7 @@ func (c *Client) reportAttempt(ctx context.Context, key string, n int, a outcome
 	}
 	if a.err != nil {
 		ev.Outcome = c.failure(ctx, a.err)
-		if ev.Outcome == OutcomeUnavailable && ev.Votes.Granted+ev.Votes.Abstained >= ev.Votes.Quorum {
+		if ev.Outcome == OutcomeUnavailable && a.votes.res != nil && ev.Votes.Granted+ev.Votes.Abstained >= ev.Votes.Quorum {
 			ev.Outcome = OutcomeExpired
 		}
 	}
