@@ -30,6 +30,7 @@ type step struct {
 	rollback, tombstone bool
 	fence               string // fence: "<label>+<n>", a counter seen earlier plus n
 	propose             string // acquire: "<label>+<n>", the attempt's proposal for a new count
+	permits             int    // a semaphore's permit of K permits (the permit scripts); 0 for a lock
 
 	// What must come back.
 	ok       bool             // acquire: granted; fence: raised
@@ -41,6 +42,7 @@ type step struct {
 	extended scripts.Extended // extend
 	released scripts.Released // release
 	holds    int              // inspect
+	recorded int64            // acquire refused with pttl "permits differ": the K the key's record names
 }
 
 var contract = []struct {
@@ -216,7 +218,7 @@ func TestContract_Scripts(t *testing.T) {
 			return &c
 		}
 	}
-	for i, tc := range contract {
+	for i, tc := range append(contract, permitContract...) {
 		backends := []struct {
 			name string
 			node func() node
@@ -264,7 +266,7 @@ func runContract(t *testing.T, n node, steps []step) {
 	}
 	for at, s := range steps {
 		req := request{key: cmp.Or(s.key, "k"), token: s.token, owner: s.owner, from: s.from, ttl: s.ttl, keep: time.Minute,
-			rollback: s.rollback, tombstone: s.tombstone}
+			rollback: s.rollback, tombstone: s.tombstone, permits: s.permits}
 		if req.ttl == 0 {
 			req.ttl = 10 * time.Second
 		}
@@ -284,6 +286,9 @@ func runContract(t *testing.T, n node, steps []step) {
 			assert.Equal(t, s.pttl, pttlClass(g.PTTL), "step %d: PTTL %v", at, g.PTTL)
 			if s.pttl != "rolled back" || s.holder != "" {
 				assert.Equal(t, s.holder, g.Holder, "step %d: holder", at)
+			}
+			if s.recorded != 0 {
+				assert.Equal(t, s.recorded, g.Permits, "step %d: the K recorded", at)
 			}
 		case "extend":
 			e, err := n.extend(ctx, req)
@@ -341,6 +346,8 @@ func pttlClass(d time.Duration) string {
 		return "no key"
 	case d == scripts.NoExpiry:
 		return "no expiry"
+	case d == scripts.PermitsDiffer:
+		return "permits differ"
 	case d > 0:
 		return "live"
 	}

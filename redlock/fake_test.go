@@ -39,7 +39,8 @@ type fakeNode struct {
 	mu       sync.Mutex
 	mode     behaviour
 	keys     map[string]*fakeKey
-	counters map[string]int64 // a reentrant lock's fence record
+	sems     map[string]*fakeSem // semaphores' keys (see fake_permit_test.go)
+	counters map[string]int64    // a reentrant lock's fence record
 	floor    int64
 	voided   map[string]bool // tombstones of rolled-back attempts
 	calls    []fakeCall
@@ -252,7 +253,13 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (scripts.Grant, error
 func (f *fakeNode) apply(r request) scripts.Grant {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.permits > 0 {
+		return f.applyPermit(r)
+	}
 	now := f.clk.Now()
+	if pttl, ok := f.semHolds(r.key); ok {
+		return scripts.Grant{PTTL: pttl, Holder: scripts.Unknown}
+	}
 	k := f.live(r.key)
 	if f.voided[r.token] {
 		// As acquire.lua: a hand-over that finds its lock names the holder.
@@ -322,6 +329,12 @@ func (f *fakeNode) extend(ctx context.Context, r request) (scripts.Extended, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.permits > 0 {
+		return f.extendPermit(r), nil
+	}
+	if _, ok := f.semHolds(r.key); ok {
+		return scripts.Lapsed, nil
+	}
 	k := f.live(r.key)
 	if k == nil {
 		return scripts.Vacant, nil
@@ -351,6 +364,9 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 	if r.rollback || r.tombstone {
 		f.voided[r.token] = true
 	}
+	if r.permits > 0 {
+		return f.releasePermit(r), nil
+	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
 		return scripts.NotHeld, nil
@@ -379,6 +395,13 @@ func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.permits > 0 {
+		if !f.holdsPermit(r.key, r.token) {
+			return false, nil
+		}
+		f.raise(r, fence)
+		return true, nil
+	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
 		return false, nil

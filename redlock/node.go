@@ -29,6 +29,19 @@ type request struct {
 	ticket int64
 	lease  time.Duration
 	calls  *calls // the operation's calls as built for one master, for the others; nil for none
+	// permits is K for a semaphore's permit (see Semaphore), 0 for a lock:
+	// a permit runs the permit scripts, and needs quorum masters, not the
+	// client's quorum (see need).
+	permits, quorum int
+}
+
+// need is the number of masters an operation needs: quorum, a permit's,
+// when it is not 0, else the client's.
+func (c *Client) need(quorum int) int {
+	if quorum > 0 {
+		return quorum
+	}
+	return c.quorum
 }
 
 // calls keeps the acquire and the release of one attempt's lock as built
@@ -177,6 +190,11 @@ func decodeGrant(v any, err error) (scripts.Grant, error) {
 
 func (m *master) acquireCall(r request) driver.Call {
 	build := func() driver.Call {
+		if r.permits > 0 {
+			p := scripts.Permit{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits, Propose: r.propose,
+				Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
+			return p.Call(m.scripts, m.names)
+		}
 		a := scripts.Acquire{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner, Keep: r.keep, From: r.from, Propose: r.propose,
 			Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
 		return a.Call(m.scripts, m.names)
@@ -188,8 +206,11 @@ func (m *master) acquireCall(r request) driver.Call {
 }
 
 func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error) {
-	e := scripts.Extend{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner}
-	v, err := m.eval(ctx, e.Call(m.scripts, m.names))
+	call := scripts.Extend{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner}.Call(m.scripts, m.names)
+	if r.permits > 0 {
+		call = scripts.PermitExtend{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits}.Call(m.scripts, m.names)
+	}
+	v, err := m.eval(ctx, call)
 	if err != nil {
 		return scripts.Lapsed, err
 	}
@@ -220,6 +241,9 @@ func (m *master) releaseCall(r request) driver.Call {
 	build := func() driver.Call {
 		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
 			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
+		if r.permits > 0 {
+			return rel.PermitCall(m.scripts, m.names)
+		}
 		return rel.Call(m.scripts, m.names)
 	}
 	if r.calls == nil || sharded { // a sharded node's release differs from a plain one's
@@ -239,7 +263,11 @@ func (m *master) leave(ctx context.Context, key, waiter string, lease time.Durat
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
 	f := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}
-	v, err := m.eval(ctx, f.Call(m.scripts, m.names))
+	call := f.Call
+	if r.permits > 0 {
+		call = f.PermitCall
+	}
+	v, err := m.eval(ctx, call(m.scripts, m.names))
 	if err != nil {
 		return false, err
 	}

@@ -275,6 +275,9 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
+	// permits and quorum are a Semaphore's (see request): never set by a
+	// LockOption.
+	permits, quorum int
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds

@@ -71,6 +71,9 @@ type Grant struct {
 	// the head, -1 when it does not queue there.
 	Head string
 	Rank int64
+	// Permits is the number of permits the key's record names, when PTTL is
+	// PermitsDiffer.
+	Permits int64
 }
 
 // Unknown is the holder of a key that holds no lock of this library.
@@ -110,6 +113,9 @@ func DecodeGrant(v any) (Grant, error) {
 		if r, err := integer(xs[4]); err == nil {
 			g.Rank = r
 		}
+	}
+	if len(xs) > 5 {
+		g.Permits, _ = integer(xs[5])
 	}
 	return g, nil
 }

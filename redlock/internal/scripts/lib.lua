@@ -211,5 +211,5 @@ local function lib()
 
   return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter,
     fenceEpoch = fenceEpoch, counter = counter, queueHead = queueHead, enqueue = enqueue,
-    announce = announce}
+    announce = announce, clock = clock}
 end

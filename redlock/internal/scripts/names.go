@@ -122,6 +122,12 @@ func (k KeyNames) Void(token string) string {
 	return k.n.NS + ReservedPrefix + "void:" + k.all[k.tag:k.tag+tagLen+2] + token
 }
 
+// Permits is a semaphore's permit record: the number of permits its
+// callers agreed on (see permits.lua).
+func (k KeyNames) Permits() string {
+	return k.n.NS + ReservedPrefix + "permits:" + k.all[k.tag:k.tag+tagLen+2] + k.lock[len(k.n.NS):]
+}
+
 // Stamp names who counted the fences of the key's floor: see Names.Stamp.
 func (k KeyNames) Stamp() string { return k.all[k.fence:k.stamp] }
 

@@ -29,7 +29,7 @@ func TestNames_ShareTheKeysSlot(t *testing.T) {
 			require.Equal(t, ns+key, lock)
 			want := slot.Of(lock)
 			k := n.Of(key)
-			for _, name := range []string{n.Fence(key), n.Floor(key), n.Void(key, "tok{en}"), n.Stamp(key), n.Channel(key), k.Queue(), k.Leases()} {
+			for _, name := range []string{n.Fence(key), n.Floor(key), n.Void(key, "tok{en}"), n.Stamp(key), n.Channel(key), k.Queue(), k.Leases(), k.Permits()} {
 				assert.Equal(t, want, slot.Of(name), "ns %q key %q: %q", ns, key, name)
 				assert.True(t, strings.HasPrefix(name, ns+ReservedPrefix), "%q is below the namespace and the reserved prefix", name)
 			}
@@ -43,7 +43,7 @@ func TestNames_Distinct(t *testing.T) {
 	seen := map[string]string{}
 	for _, key := range keysForNames {
 		k := n.Of(key)
-		for _, name := range []string{n.Lock(key), n.Fence(key), n.Void(key, key), n.Channel(key), k.Queue(), k.Leases()} {
+		for _, name := range []string{n.Lock(key), n.Fence(key), n.Void(key, key), n.Channel(key), k.Queue(), k.Leases(), k.Permits()} {
 			prev, dup := seen[name]
 			assert.False(t, dup, "%q names both %q and %q", name, prev, key)
 			seen[name] = key

@@ -20,6 +20,8 @@ var files embed.FS
 // Set is the lock's scripts, each prefixed with lib.lua.
 type Set struct {
 	Acquire, Extend, Release, Fence, Inspect, Leave *driver.Script
+	// A semaphore's permits (see permits.lua).
+	Permit, PermitExtend, PermitRelease, PermitFence *driver.Script
 
 	// rendered remembers durations as the scripts take them: a client
 	// mostly asks for the same few TTLs, and each would cost an allocation
@@ -51,15 +53,24 @@ func New() *Set {
 	mk := func(name string) *driver.Script {
 		return driver.NewScript(name, lib+"\n"+mustRead(name+".lua"))
 	}
+	permits := mustRead("permits.lua")
+	mkPermit := func(name string) *driver.Script {
+		return driver.NewScript(name, lib+"\n"+permits+"\n"+mustRead(name+".lua"))
+	}
 	s := &Set{
-		Acquire: mk("acquire"),
-		Extend:  mk("extend"),
-		Release: mk("release"),
-		Fence:   mk("fence"),
-		Inspect: mk("inspect"),
-		Leave:   mk("leave"),
+		Acquire:       mk("acquire"),
+		Extend:        mk("extend"),
+		Release:       mk("release"),
+		Fence:         mk("fence"),
+		Inspect:       mk("inspect"),
+		Leave:         mk("leave"),
+		Permit:        mkPermit("permit"),
+		PermitExtend:  mkPermit("permitextend"),
+		PermitRelease: mkPermit("permitrelease"),
+		PermitFence:   mkPermit("permitfence"),
 	}
 	s.Acquire.TakesHint = true
+	s.Permit.TakesHint = true
 	return s
 }
 
@@ -82,6 +93,9 @@ const (
 	NoExpiry   = -1 * time.Millisecond // the key has no TTL
 	NoKey      = -2 * time.Millisecond // the key does not exist
 	RolledBack = -3 * time.Millisecond // acquire: the attempt's tombstone is here
+	// PermitsDiffer: permit.lua found the key's record of another number of
+	// permits than asked (Grant.Permits).
+	PermitsDiffer = -4 * time.Millisecond
 )
 
 // decoding helpers for the driver's neutral replies.

@@ -1,0 +1,37 @@
+-- Gives back a permit this token holds, or rolls back a failed attempt (see
+-- permits.lua and release.lua, whose contract this follows).
+-- KEYS[1] the semaphore, KEYS[2] the token's tombstone, KEYS[3] the key's
+-- waiting queue, KEYS[4] its leases, KEYS[5] its permit record, KEYS[6] the
+-- node's fence floor, KEYS[7] the rolled-back waiter's tombstone (the
+-- token's when there is none)
+-- ARGV[1] token, ARGV[2] the channel to announce on, or '' for none,
+-- ARGV[3] '' or how long the token's tombstone lasts, in ms, ARGV[4] '1'
+-- to announce with SPUBLISH, ARGV[5] '' or a fence to raise the node's
+-- floor to first, ARGV[6] '' or, on a roll-back, the waiter whose attempt
+-- it undoes, ARGV[7] its ticket, ARGV[8] its lease in ms (it goes back in
+-- line, as release.lua puts it), ARGV[9] '1' on a roll-back: announce only
+-- a head.
+-- Returns 1 when the permit was given back, 3 when given back but the
+-- announcement failed, 0 when the token held no permit here.
+local sem, void, queue, leases, rec, floor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local token, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local waiter, rollback = ARGV[6], ARGV[9]
+if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
+local L = lib()
+local now = L.clock()
+if not livePermit(sem, token, now) then
+  redis.pcall('ZREM', sem, token) -- an ended permit's member goes too
+  return 0
+end
+if fence ~= '' then L.raiseCounter('', floor, fence, 0, '') end
+redis.call('ZREM', sem, token)
+keepPermits(sem, rec, now)
+if waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
+  L.enqueue(queue, leases, waiter, ARGV[7], tonumber(ARGV[8]))
+end
+if channel ~= '' then
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if head then head = L.queueHead(queue, leases) end
+  if (head or rollback ~= '1') and not L.announce(channel, sharded, head or '') then return 3 end
+end
+return 1
