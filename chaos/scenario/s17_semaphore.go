@@ -74,7 +74,7 @@ func semaphores() []*Scenario {
 			{0, 1, 2}, {2, 3, 4},
 		},
 		// On three masters, two permits need all three: allowed only when asked.
-		SemaphoreOptions: []redlock.SemaphoreOption{redlock.WithNoSpareMaster()},
+		SemaphoreOptions: []redlock.SemaphoreOption{redlock.WithEveryMaster()},
 	}
 	control.Expect = func(r *Result) []string {
 		return want(len(r.C6) > 0, "C6 found no more than %d holders at once: the control did not fire", permits)
