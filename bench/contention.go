@@ -22,6 +22,9 @@ type ContentionConfig struct {
 	MaxLocks int
 	// Quorum is the number of masters a lock needs, for split votes.
 	Quorum int
+	// Permits is how many may hold the key at once: a semaphore's permits.
+	// 0 means 1, a lock.
+	Permits int
 	// Observer, if set, counts every attempt's votes; it must watch Key
 	// with Base as its clock origin.
 	Observer *Observer
@@ -49,8 +52,9 @@ type ContentionResult struct {
 	// calls still waiting when the run ended.
 	Wait    histogram.Histogram
 	MaxWait time.Duration
-	// Overlaps counts critical sections entered while another was in
-	// progress: mutual exclusion broken. It must be 0.
+	// Overlaps counts critical sections entered while Permits others were
+	// in progress: mutual exclusion, or a semaphore's bound, broken. It
+	// must be 0.
 	Overlaps int
 	Errors   int // Lock or Release errors other than the end of the run
 	FirstErr error
@@ -98,7 +102,8 @@ type contender struct {
 
 // RunContention runs len(cfg.Waiters) goroutines that each loop: Lock the
 // key, note the critical section, Release at once. It checks mutual
-// exclusion in-process with a flag that only a holder may set.
+// exclusion (or, with Permits, the semaphore's bound) in-process with a
+// count of the holders that only a holder may raise.
 func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult, error) {
 	switch {
 	case len(cfg.Waiters) == 0:
@@ -122,7 +127,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var (
-		inCS        atomic.Bool
+		holders     atomic.Int64
 		overlaps    atomic.Int64
 		total       atomic.Int64
 		lastRelease atomic.Int64 // since base; -1 before the first release
@@ -130,6 +135,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 	)
 	lastRelease.Store(-1)
 	lastHolder.Store(-1)
+	permits := int64(max(cfg.Permits, 1))
 
 	// Acquisition times go into one slice made up front, each at its own
 	// index, so the loop allocates nothing of its own.
@@ -156,7 +162,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 					c.fail(err, cancel)
 					continue
 				}
-				if !inCS.CompareAndSwap(false, true) {
+				if holders.Add(1) > permits {
 					overlaps.Add(1)
 				}
 				c.wait.Record(t1 - t0)
@@ -172,7 +178,7 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 				if n <= int64(len(acquired)) {
 					acquired[n-1] = t1
 				}
-				inCS.Store(false)
+				holders.Add(-1)
 				lastHolder.Store(int64(g))
 				lastRelease.Store(int64(since()))
 

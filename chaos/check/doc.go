@@ -10,6 +10,8 @@
 //     master keeps a failed attempt's token, and the lock can be taken again.
 //   - C5 Waiting: no Lock call stuck longer than its bound while a quorum is
 //     up, and the key never left free for long while someone waits for it.
+//   - C6 Capacity: no more holds of a semaphore's key at once than its
+//     permits.
 //
 // A checker that has never fired proves nothing, so each has tests that feed
 // it a bad history and see it fire.
