@@ -98,4 +98,4 @@ bench:
 
 # The comparison table alone: every scenario in rounds (QUORUMLOCK_BENCH_ROUNDS, default 5).
 bench-report:
-	@if [ -f bench/go.mod ]; then cd bench && QUORUMLOCK_BENCH_REPORT=1 $(GO) test -run '^TestReport$$' -count 1 -v -timeout 30m .; fi
+	@if [ -f bench/go.mod ]; then cd bench && QUORUMLOCK_BENCH_REPORT=1 $(GO) test -run '^TestReport(Primitives)?$$' -count 1 -v -timeout 30m .; fi

@@ -25,6 +25,8 @@ type ContentionConfig struct {
 	// Permits is how many may hold the key at once: a semaphore's permits.
 	// 0 means 1, a lock.
 	Permits int
+	// Hold is how long each critical section lasts; 0 releases at once.
+	Hold time.Duration
 	// Observer, if set, counts every attempt's votes; it must watch Key
 	// with Base as its clock origin.
 	Observer *Observer
@@ -177,6 +179,9 @@ func RunContention(ctx context.Context, cfg ContentionConfig) (*ContentionResult
 				n := total.Add(1)
 				if n <= int64(len(acquired)) {
 					acquired[n-1] = t1
+				}
+				if cfg.Hold > 0 {
+					time.Sleep(cfg.Hold)
 				}
 				holders.Add(-1)
 				lastHolder.Store(int64(g))

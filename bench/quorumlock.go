@@ -43,3 +43,35 @@ func (q *QuorumLock) Lock(ctx context.Context, key string) (Held, error) {
 
 // Close closes the client.
 func (q *QuorumLock) Close() error { return q.c.Close() }
+
+// QuorumSemaphore is the library's semaphore as a contender: each call
+// takes one of Permits permits of the key it is given.
+type QuorumSemaphore struct {
+	c       *redlock.Client
+	permits int
+	ttl     time.Duration
+	opts    []redlock.SemaphoreOption
+}
+
+var _ Waiter = (*QuorumSemaphore)(nil)
+
+// NewQuorumSemaphore wraps a client; Close closes it.
+func NewQuorumSemaphore(c *redlock.Client, permits int, ttl time.Duration, opts ...redlock.SemaphoreOption) *QuorumSemaphore {
+	return &QuorumSemaphore{c: c, permits: permits, ttl: ttl, opts: opts}
+}
+
+// Lock takes a permit with Semaphore.Acquire, which waits in line.
+func (q *QuorumSemaphore) Lock(ctx context.Context, key string) (Held, error) {
+	s, err := q.c.Semaphore(key, q.permits, q.opts...)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.Acquire(ctx, q.ttl)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close closes the client.
+func (q *QuorumSemaphore) Close() error { return q.c.Close() }

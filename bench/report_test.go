@@ -49,13 +49,7 @@ func TestReport(t *testing.T) {
 	if os.Getenv(reportEnv) == "" {
 		t.Skipf("set %s=1 to run the comparison report (about 100 s per round)", reportEnv)
 	}
-	rounds := 5
-	if s := os.Getenv(reportRoundsEnv); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, reportRoundsEnv)
-		require.True(t, n > 0 && n <= 100, "%s must be in 1..100", reportRoundsEnv)
-		rounds = n
-	}
+	rounds := reportRounds(t)
 	loadBefore := loadAverage()
 	cl := startTestbed(t)
 	// Before any load: what a round trip costs direct and through a proxy.
@@ -156,6 +150,19 @@ func loadAverage() string {
 		return "n/a"
 	}
 	return strings.Join(f[:3], ", ")
+}
+
+// reportRounds returns the rounds a report runs: QUORUMLOCK_BENCH_ROUNDS,
+// or 5.
+func reportRounds(t *testing.T) int {
+	s := os.Getenv(reportRoundsEnv)
+	if s == "" {
+		return 5
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, reportRoundsEnv)
+	require.True(t, n > 0 && n <= 100, "%s must be in 1..100", reportRoundsEnv)
+	return n
 }
 
 // rotate returns xs starting at index r mod len(xs).

@@ -104,6 +104,9 @@ func (s *SemFloor) TryLock(ctx context.Context, key string) (Held, error) {
 	}
 	v, err := s.eval(ctx, s.acquire, key, token, strconv.FormatInt(s.ttl.Milliseconds(), 10), strconv.Itoa(s.permits))
 	if err != nil {
+		// The acquire may have landed (a cancelled ctx, a late reply): take
+		// the permit back, so that it is not held for the TTL.
+		_, _ = s.eval(context.WithoutCancel(ctx), s.release, key, token) // best effort: the error above is what counts
 		return nil, err
 	}
 	if v != int64(1) {
@@ -115,13 +118,17 @@ func (s *SemFloor) TryLock(ctx context.Context, key string) (Held, error) {
 var errSemFull = errors.New("bench: every permit is held")
 
 // Lock takes a permit of key, waiting for a release when none is free.
+// A permit an attempt may have taken before it failed is removed again.
 func (s *SemFloor) Lock(ctx context.Context, key string) (Held, error) {
 	for {
 		s.mu.Lock()
 		freed := s.freed
 		s.mu.Unlock()
 		h, err := s.TryLock(ctx, key)
-		if !errors.Is(err, errSemFull) {
+		// A command that timed out while ctx goes on is tried again, as a
+		// refusal is: under 64 waiters, a busy master's reply may be late.
+		retry := errors.Is(err, errSemFull) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil)
+		if !retry {
 			return h, err
 		}
 		t := time.NewTimer(semFloorPoll)

@@ -11,7 +11,7 @@ import (
 
 func newSemFloor(tb testing.TB, addr, key string, permits int) *SemFloor {
 	tb.Helper()
-	s, err := NewSemFloor(context.Background(), addr, permits, 50*time.Millisecond, 10*time.Second)
+	s, err := NewSemFloor(context.Background(), addr, permits, semFloorTimeout, 10*time.Second)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { assert.NoError(tb, s.Close()) })
 	require.NoError(tb, s.Watch(key))
@@ -53,7 +53,7 @@ func TestSemFloor_Contended_KeepsTheBound(t *testing.T) {
 			s := newSemFloor(t, cl.addrs[0], key, 2)
 			r, err := RunContention(context.Background(), ContentionConfig{
 				Key: key, Waiters: repeat(Waiter(s), 8), Duration: 300 * time.Millisecond,
-				MaxLocks: 100000, Permits: tc.counted,
+				MaxLocks: 100000, Permits: tc.counted, Hold: time.Millisecond,
 			})
 			require.NoError(t, err)
 			assert.Zero(t, r.Errors, "first error: %v", r.FirstErr)

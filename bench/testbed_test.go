@@ -335,6 +335,14 @@ func value(tb testing.TB, addr, key string) string {
 	return v
 }
 
+// exists reports whether the master at addr has key, of any type.
+func exists(tb testing.TB, addr, key string) bool {
+	tb.Helper()
+	n, err := redis.Int(do(tb, addr, "EXISTS", key), nil)
+	require.NoError(tb, err)
+	return n == 1
+}
+
 // variant is one way of contending: the goroutines' waiters.
 type variant struct {
 	name    string

@@ -105,9 +105,10 @@ func scanNode(ctx context.Context, node int, addr string) ([]KeyState, error) {
 	return nil, fmt.Errorf("SCAN did not finish in %d rounds", maxScanRounds)
 }
 
-// readKey reads one lock key: a string holding a token, or a reentrant
-// lock's hash with one "hold:<token>" field per hold. It returns nil for a
-// key that expired meanwhile.
+// readKey reads one lock key: a string holding a token, a reentrant
+// lock's hash with one "hold:<token>" field per hold, or a semaphore's
+// sorted set of permit tokens. It returns nil for a key that expired
+// meanwhile.
 func readKey(do func(string, ...any) (any, error), node int, key string) (*KeyState, error) {
 	kind, err := redis.String(do("TYPE", key))
 	if err != nil {
@@ -135,6 +136,10 @@ func readKey(do func(string, ...any) (any, error), node int, key string) (*KeySt
 			if t, ok := strings.CutPrefix(f, "hold:"); ok {
 				ks.Tokens = append(ks.Tokens, t)
 			}
+		}
+	case "zset":
+		if ks.Tokens, err = redis.Strings(do("ZRANGE", key, 0, -1)); err != nil {
+			return nil, err
 		}
 	}
 	ms, err := redis.Int64(do("PTTL", key))

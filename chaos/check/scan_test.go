@@ -38,14 +38,16 @@ func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
 	)
 	write(addrs[1],
 		[]any{"HSET", "lock-c", "owner", "me", "hold:other-failed", 1},
-		[]any{"SET", "lock-d", "held-token"},                       // no expiry
-		[]any{"ZADD", "quorumlock:queue-leases:{x}lock-c", 1, "w"}, // a queue that never ends
+		[]any{"SET", "lock-d", "held-token"},                         // no expiry
+		[]any{"ZADD", "quorumlock:queue-leases:{x}lock-c", 1, "w"},   // a queue that never ends
+		[]any{"ZADD", "sem-e", 1, "held-permit", 2, "failed-permit"}, // a semaphore's permits
+		[]any{"PEXPIRE", "sem-e", 60000},
 	)
 
 	keys, errs := Scan(ctx, addrs)
 	require.Empty(t, errs)
-	assert.Len(t, keys, 6)
-	r := Leftovers(keys, map[string]bool{"failed-token": true, "other-failed": true})
+	assert.Len(t, keys, 7)
+	r := Leftovers(keys, map[string]bool{"failed-token": true, "other-failed": true, "failed-permit": true})
 	assert.False(t, r.OK())
 	var failedKeys, noTTL []string
 	for _, k := range r.Failed {
@@ -54,7 +56,7 @@ func TestScan_RealMasters_FindsLeftovers(t *testing.T) {
 	for _, k := range r.NoTTL {
 		noTTL = append(noTTL, k.Key)
 	}
-	assert.ElementsMatch(t, []string{"lock-a", "lock-c"}, failedKeys)
+	assert.ElementsMatch(t, []string{"lock-a", "lock-c", "sem-e"}, failedKeys)
 	assert.ElementsMatch(t, []string{"lock-c", "lock-d", "quorumlock:queue-leases:{x}lock-c"}, noTTL)
 }
 

@@ -8,5 +8,6 @@ func All() []*Scenario {
 	out = append(out, failovers()...)
 	out = append(out, clientPauseUnguarded())
 	out = append(out, clusterFailovers()...)
-	return append(out, queuedWaiters(), queuedWaitersLongLease())
+	out = append(out, queuedWaiters(), queuedWaitersLongLease())
+	return append(out, semaphores()...)
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quorumlock/quorumlock/chaos/history"
@@ -68,6 +69,25 @@ func describeAttempt(r *Result, tokens []string) string {
 // safe is what every scenario without an expected violation wants.
 func safe(r *Result) []string {
 	return join(exclusive(r), fenced(r), recovered(r))
+}
+
+// bounded wants C6 clean: never more holders of a semaphore than its permits.
+func bounded(r *Result) []string {
+	if len(r.C6) == 0 {
+		return nil
+	}
+	e := r.C6[0]
+	return []string{fmt.Sprintf("C6: %d acquisitions beyond %d permits, first at %v: %s",
+		len(r.C6), r.Scenario.Permits, e.At.Round(time.Millisecond), holders(e.Holds))}
+}
+
+// holders names the clients and fences of holds.
+func holders(hs []history.Hold) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = fmt.Sprintf("client %d (fence %d)", h.Client, h.Fence)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func join(lists ...[]string) []string {

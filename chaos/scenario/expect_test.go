@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -352,4 +353,52 @@ func TestQuorumDown_ReadsTheFaults(t *testing.T) {
 
 	s.Guard = false // a restarted master votes at once
 	assert.Equal(t, []check.Span{{From: sec(9.5), To: sec(9.6)}}, quorumDown(s, faults, sec(10)))
+}
+
+// semaphoreResult is a run of scenario 17 that went as expected: permits
+// granted throughout, some while n1 was paused.
+func semaphoreResult(s *Scenario) *Result {
+	r := &Result{Scenario: s, Live: check.Liveness{OK: true}, Marks: map[string]time.Duration{
+		"paused": time.Second, "unpausing": 2 * time.Second, "restarted": 3 * time.Second,
+	}}
+	for i := range 60 {
+		r.Record.Holds = append(r.Record.Holds, history.Hold{ID: i, Acquired: time.Duration(i) * 60 * time.Millisecond})
+	}
+	r.Locks = len(r.Record.Holds)
+	return r
+}
+
+func TestExpectations_Semaphore(t *testing.T) {
+	ss := semaphores()
+	on, control := ss[0], ss[1]
+	three := []check.Excess{{Key: "k", Holds: []history.Hold{{ID: 0}, {ID: 1, Client: 1}, {ID: 2, Client: 2}}}}
+	tests := []struct {
+		name   string
+		s      *Scenario
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", on, func(r *Result) {}, false},
+		{"three holders", on, func(r *Result) { r.C6 = three }, true},
+		{"no permit while paused", on, func(r *Result) {
+			r.Record.Holds = slices.DeleteFunc(r.Record.Holds, func(h history.Hold) bool {
+				return h.Acquired >= time.Second && h.Acquired < 2*time.Second
+			})
+		}, true},
+		{"a permit left behind", on, func(r *Result) { r.C4.Failed = []check.KeyState{{Key: "k"}} }, true},
+		{"no permit after heal", on, func(r *Result) { r.Live.OK = false }, true},
+		{"control fired", control, func(r *Result) { r.C6 = three }, false},
+		{"control silent", control, func(r *Result) {}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := semaphoreResult(tt.s)
+			tt.mutate(r)
+			if got := tt.s.Expect(r); tt.fails {
+				assert.NotEmpty(t, got)
+			} else {
+				assert.Empty(t, got)
+			}
+		})
+	}
 }

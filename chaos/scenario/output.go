@@ -104,6 +104,9 @@ func progressEnd(w io.Writer, r *Result) {
 	if r.C5 != nil {
 		fmt.Fprintf(w, "    %s\n", w5Summary(*r.C5))
 	}
+	if r.Scenario.Permits > 0 {
+		fmt.Fprintf(w, "    C6: %d acquisitions beyond %d permits (C1 to C3 do not apply)\n", len(r.C6), r.Scenario.Permits)
+	}
 	if r.Scenario.Mode == workload.LockMode {
 		if n, median, longest := lockWaits(r.Record.Attempts); n > 0 {
 			fmt.Fprintf(w, "    Lock waits: %d granted, median %s, longest %s\n", n, shortDuration(median), shortDuration(longest))

@@ -60,10 +60,14 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	keys := s.keys()
 	clients := make([]*redlock.Client, s.Clients)
 	for i := range clients {
-		if clients[i], err = newClient(c.Addrs(i), s, h, i); err != nil {
+		if clients[i], err = newClient(s.addrsOf(c, i), s, h, i); err != nil {
 			return nil, err
 		}
 		tb.Cleanup(func() { clients[i].Close() })
+	}
+	acquire, err := s.permits(clients, keys)
+	if err != nil {
+		return nil, err
 	}
 	db := stores.New(tb)
 	newStore := workload.NewFenced
@@ -103,6 +107,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
 		HoldFor: s.HoldFor, Step: doStep, LateWrite: s.LateWrite, Stagger: s.Stagger,
 		FenceOf: fenceReader(masters, keys[0], clients[0].Quorum()),
+		Permits: s.Permits, Acquire: acquire,
 	})
 	if err != nil {
 		return nil, err
@@ -144,7 +149,11 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		h.Notef("%s", w5Summary(w))
 	}
 	r.Record = h.Snapshot()
-	r.C1 = check.Exclusion(r.Record.Holds)
+	if s.Permits > 0 {
+		r.C6 = check.Capacity(r.Record.Holds, s.Permits)
+	} else {
+		r.C1 = check.Exclusion(r.Record.Holds)
+	}
 	r.C2 = check.Lost(r.Record.Acked, set.All())
 	r.C3 = check.Fenced(r.Record.Holds, r.Record.Writes)
 	r.Problems = append(r.Problems, storeAgrees(ctx, store, r.Record.Writes)...)
@@ -213,6 +222,41 @@ func newClient(addrs []string, s *Scenario, h *history.History, i int) (*redlock
 	return redlock.NewFromAddrs(addrs, opts...)
 }
 
+// addrsOf returns client i's masters: every one, or those Masters gives it.
+func (s *Scenario) addrsOf(c cluster.Cluster, i int) []string {
+	all := c.Addrs(i)
+	if s.Masters == nil {
+		return all
+	}
+	addrs := make([]string, len(s.Masters[i]))
+	for j, n := range s.Masters[i] {
+		addrs[j] = all[n]
+	}
+	return addrs
+}
+
+// permits returns, for a semaphore scenario, the function that takes a
+// permit of a key for a client: each client's semaphore of Permits on the
+// key. It returns nil otherwise.
+func (s *Scenario) permits(clients []*redlock.Client, keys []string) (func(context.Context, int, string) (*redlock.Lock, error), error) {
+	if s.Permits == 0 {
+		return nil, nil
+	}
+	if len(keys) != 1 {
+		return nil, errors.New("scenario: a semaphore scenario has one key")
+	}
+	sems := make([]*redlock.Semaphore, len(clients))
+	for i, c := range clients {
+		var err error
+		if sems[i], err = c.Semaphore(keys[0], s.Permits, s.SemaphoreOptions...); err != nil {
+			return nil, fmt.Errorf("semaphore of client %d: %w", i, err)
+		}
+	}
+	return func(ctx context.Context, i int, _ string) (*redlock.Lock, error) {
+		return sems[i].Acquire(ctx, s.TTL)
+	}, nil
+}
+
 // warmUp has every client take and release a lock in the slot of each key
 // once, so that runs with the restart guard on begin with masters old
 // enough to vote: where a node is a Redis Cluster, the guard judges each
@@ -275,7 +319,15 @@ func residueAndLiveness(ctx context.Context, e *Env, s *Scenario) (check.Residue
 	lctx, cancel := context.WithTimeout(ctx, live.Bound)
 	defer cancel()
 	start := time.Now()
-	l, err := c.Lock(lctx, s.keys()[0], s.TTL)
+	var l *redlock.Lock
+	if s.Permits > 0 {
+		var acquire func(context.Context, int, string) (*redlock.Lock, error)
+		if acquire, err = s.permits([]*redlock.Client{c}, s.keys()); err == nil {
+			l, err = acquire(lctx, 0, s.keys()[0])
+		}
+	} else {
+		l, err = c.Lock(lctx, s.keys()[0], s.TTL)
+	}
 	live.Took = time.Since(start)
 	if err != nil {
 		live.Err = err

@@ -9,6 +9,7 @@ import (
 	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/history"
 	"github.com/quorumlock/quorumlock/chaos/workload"
+	"github.com/quorumlock/quorumlock/redlock"
 )
 
 // Scenario is one fault story with its expected outcome.
@@ -75,6 +76,17 @@ type Scenario struct {
 	// Waits, when set, has checker C5 judge the run's Lock calls with these
 	// bounds (Result.C5).
 	Waits *check.WaitBounds
+	// Permits, when above 0, makes the keys semaphores of that many
+	// permits, which the clients take with Acquire (Mode is LockMode).
+	// Checker C6 judges the run instead of C1, and C2 and C3, whose single
+	// holder does not apply, are not judged.
+	Permits int
+	// Masters, when set, lists the masters each client is given, by index:
+	// a control gives clients sets that disagree. nil gives every client
+	// all of them.
+	Masters [][]int
+	// SemaphoreOptions are the clients' options for their semaphores.
+	SemaphoreOptions []redlock.SemaphoreOption
 
 	// Setup runs before the workload, e.g. to partition the clients.
 	Setup func(ctx context.Context, e *Env) error
@@ -196,6 +208,8 @@ type Result struct {
 	Wall   time.Duration
 
 	C1 []check.Violation
+	// C6 is checker C6's verdict, for semaphores (Scenario.Permits).
+	C6 []check.Excess
 	C2 check.LostWrites
 	C3 check.Fencing
 	C4 check.Residue

@@ -91,6 +91,13 @@ type Config struct {
 	// CatchBound is the longest a caught holder stays frozen, so that a
 	// scenario that forgets to resume it cannot hang the run.
 	CatchBound time.Duration
+	// Permits, when above 0, makes the key a semaphore's: up to Permits
+	// clients hold it at once, each taking a permit with Acquire (LockMode)
+	// and holding it for a random pause, with no writes to the shared set
+	// or the fenced store, whose single-holder checks do not apply.
+	Permits int
+	// Acquire takes a permit of key for client i (with Permits).
+	Acquire func(ctx context.Context, i int, key string) (*redlock.Lock, error)
 }
 
 func (c Config) validate() error {
@@ -111,6 +118,8 @@ func (c Config) validate() error {
 		return errors.New("workload: Workers must not be negative")
 	case c.Mode != TryLockMode && c.Wait <= 0:
 		return fmt.Errorf("workload: %v needs a positive Wait", c.Mode)
+	case c.Permits < 0 || (c.Permits > 0 && (c.Mode != LockMode || c.Acquire == nil)):
+		return errors.New("workload: permits are taken in LockMode, with Acquire")
 	case c.Mode == DoMode && (c.HoldFor <= 0 || c.Step <= 0 || c.FenceOf == nil):
 		return errors.New("workload: Do needs a positive HoldFor and Step, and FenceOf")
 	case c.Mode != LockMode && c.Workers > 1:
@@ -205,7 +214,11 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	var token string
 	if w.cfg.Mode == LockMode {
 		lctx, cancel := context.WithTimeout(ctx, w.cfg.Wait)
-		l, err = w.cfg.Clients[i].Lock(lctx, key, w.cfg.TTL)
+		if w.cfg.Permits > 0 {
+			l, err = w.cfg.Acquire(lctx, i, key)
+		} else {
+			l, err = w.cfg.Clients[i].Lock(lctx, key, w.cfg.TTL)
+		}
 		cancel()
 		if err == nil {
 			token = l.Token() // the client's other goroutines make tokens too
@@ -239,6 +252,12 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 
+	if w.cfg.Permits > 0 {
+		// Holders share the key: the critical section only holds it.
+		time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
+		w.release(after, l, hold)
+		return
+	}
 	before := w.cfg.Set.Read(hold.Key)
 	time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
 	if l.Validity() <= 0 {
@@ -255,8 +274,14 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 			h.UpdateHold(hold.ID, func(x *history.Hold) { x.Extended, x.ExtendErr = true, err })
 		}
 	}
+	w.release(after, l, hold)
+}
+
+// release releases l and records it in hold.
+func (w *Workload) release(ctx context.Context, l *redlock.Lock, hold history.Hold) {
+	h := w.cfg.History
 	h.UpdateHold(hold.ID, func(x *history.Hold) { x.Released = h.Now() })
-	err := l.Release(after)
+	err := l.Release(ctx)
 	h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr, x.Done = err, true })
 }
 
