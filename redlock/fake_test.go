@@ -396,7 +396,7 @@ func (f *fakeNode) raise(r request, fence int64) {
 	f.floor = max(f.floor, fence)
 }
 
-func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, error) {
+func (f *fakeNode) inspect(ctx context.Context, key, token, owner string) (scripts.State, error) {
 	defer f.finish()
 	if f.record("inspect", key, "") == broken {
 		return scripts.State{}, errBroken
@@ -414,6 +414,7 @@ func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, erro
 		} else {
 			s.Holder, s.Holds = k.token, 1
 		}
+		s.Held = token != "" && k.heldBy(request{token: token, owner: owner})
 	}
 	return s, nil
 }

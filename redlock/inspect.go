@@ -77,7 +77,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
 	res, err := fanOut(ctx, c, c.overMasters(0, c.o.nodeTimeout),
 		func(ctx context.Context, i int) (scripts.State, fanout.Vote, error) {
-			s, err := c.nodes[i].inspect(ctx, key)
+			s, err := c.nodes[i].inspect(ctx, key, "", "")
 			if err != nil {
 				return scripts.State{}, fanout.No, err // the master's own error, for NodeStatus.Err
 			}
