@@ -44,9 +44,10 @@ type NodeStatus struct {
 	// nothing will expire: -2ms when the master has no such key, -1ms for a
 	// key without a TTL, which no lock leaves.
 	TTL time.Duration
-	// Fence is the fence a reentrant lock holding the key recorded on this
-	// master, or else the master's fence floor: either way, the next grant
-	// of the key there counts above it.
+	// Fence is the fence the lock holding the key recorded on this master
+	// (its grant's count, or the fence it was raised to), or else the
+	// master's fence floor: either way, the next grant of the key there
+	// counts above it.
 	Fence int64
 	// Quarantined is true while the guard does not count the master's vote.
 	Quarantined bool

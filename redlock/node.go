@@ -17,7 +17,7 @@ import (
 type request struct {
 	key, token, owner string
 	ttl               time.Duration // for acquire and extend
-	keep              time.Duration // how long a reentrant lock's fence record outlives the lock
+	keep              time.Duration // how long a lock's fence record outlives the lock
 	rollback          bool          // a release that undoes a failed attempt: no announcement, a tombstone
 	tombstone         bool          // a release that leaves the token's tombstone
 	from              string        // an acquire that takes the key over from this plain lock's token

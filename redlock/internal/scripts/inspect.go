@@ -36,8 +36,8 @@ type State struct {
 	Holder string
 	Holds  int           // a reentrant lock's holds; 1 for a plain lock
 	PTTL   time.Duration // remaining TTL, or NoExpiry, or NoKey
-	// Counter is a reentrant lock's fence record, or the master's floor (a
-	// plain lock keeps no record), or 0 when the master has neither.
+	// Counter is the holder's fence record (a plain lock's names its token),
+	// or else the master's floor, or 0 when the master has neither.
 	Counter int64
 	// Held is true when Inspect's Token holds the key (a hold of its
 	// Owner, for a reentrant lock).
