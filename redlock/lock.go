@@ -113,8 +113,9 @@ func (l *Lock) TTL() time.Duration {
 }
 
 // Granted returns the masters, by index in the client's list, whose votes
-// made the quorum when the lock was taken. Masters that agreed later are
-// not listed.
+// made the quorum when the lock was taken (for a resumed lock, those that
+// held it when Resume read them, and whose votes count). Masters that
+// agreed later are not listed.
 func (l *Lock) Granted() []int {
 	if !l.obtained() {
 		return nil

@@ -82,8 +82,9 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 	if fenceErr != nil || validity <= 0 {
 		return nil, c.notResumed(ctx, req, r, fenceErr, validity, timeout, window)
 	}
-	// The read carried the token but wrote nothing, so nothing of this
-	// handle can land after its release: its trail starts empty.
+	// Nothing this call sent can take the key: the read writes nothing, and
+	// a raise changes counters only where the token holds the key. So a
+	// release has nothing of it to wait for: the trail starts empty.
 	return c.newLock(req, lo, fence, until, r, newTrail(len(c.nodes), nil), raised), nil
 }
 
