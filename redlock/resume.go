@@ -28,8 +28,9 @@ import (
 // out, counted from when the read began, less the drift reserve on that
 // TTL. Granted lists those masters.
 //
-// Fence is the fence the lock was taken with (for a reentrant hold, its
-// lock's), which each master that granted it records beside the key: the
+// Fence is the fence the lock was taken with (for a hold of a reentrant
+// lock, the lock's: the largest of its holds' fences), which each master
+// that granted it records beside the key: the
 // one fence a quorum of those masters record. Where no quorum agrees (the
 // key was lost and taken back on some master since, or the record was
 // lost), it is the largest fence those masters report, never below the
