@@ -303,3 +303,55 @@ func TestObserver_Resume(t *testing.T) {
 	assert.GreaterOrEqual(t, calls[2].Held, 5*time.Millisecond, "held since the resume")
 	assert.Empty(t, rec.of(KindAttempt), "a resume makes no acquisition attempt")
 }
+
+// The validity runs to the quorum-th longest TTL the holding masters have
+// left, less its drift reserve: here the middle one of three.
+func TestIntegration_Resume_ValidityIsTheQuorumthLongestTTL(t *testing.T) {
+	srv := masters(t, 3)
+	a, b := client(t, srv), client(t, srv)
+	ctx := context.Background()
+	l, err := a.TryLock(ctx, "k", 20*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "k", srv...)
+	for i, ms := range []int{10000, 5000, 2000} {
+		do(t, srv[i], "PEXPIRE", stored("k"), ms)
+	}
+	r, err := b.Resume(ctx, "k", l.Token(), time.Second)
+	require.NoError(t, err)
+	reserve := b.o.drift.Reserve(5 * time.Second)
+	assert.LessOrEqual(t, r.Validity(), 5*time.Second-reserve)
+	assert.Greater(t, r.Validity(), 5*time.Second-reserve-time.Second)
+	require.NoError(t, r.Release(ctx))
+}
+
+// A plain lock's record counts only when it names the token: one left by
+// another grant is passed over for the master's floor.
+func TestIntegration_Resume_ARecordOfAnotherTokenIsNotTheFence(t *testing.T) {
+	srv := masters(t, 3)
+	a, b := client(t, srv), client(t, srv)
+	ctx := context.Background()
+	l, err := a.TryLock(ctx, "k", 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "k", srv...)
+	for _, s := range srv {
+		do(t, s, "SET", suiteNames().Fence("k"), "1 not-"+l.Token(), "PX", 60000)
+	}
+	r, err := b.Resume(ctx, "k", l.Token(), 10*time.Second)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, r.Fence(), l.Fence(), "the floors, not the other token's record")
+	require.NoError(t, r.Release(ctx))
+}
+
+// A Resume whose ctx ends says so, and not that the lock is not held.
+func TestIntegration_Resume_CtxDone(t *testing.T) {
+	srv := masters(t, 3)
+	a, b := client(t, srv), client(t, srv)
+	l, err := a.TryLock(context.Background(), "k", 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = b.Resume(ctx, "k", l.Token(), time.Second)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrLockNotHeld)
+	assert.Contains(t, err.Error(), "redlock: not resumed")
+}
