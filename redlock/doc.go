@@ -49,9 +49,9 @@
 // Errors: ErrNotObtained, ErrLockNotHeld, ErrLockLost, ErrClosed and
 // ErrInvalid are matched with errors.Is, and so are ErrHeld, ErrQuarantined
 // and ErrMisconfigured, which come inside ErrNotObtained. The error of a
-// failed TryLock, Lock, Do, Extend, Release or Resume is one line that leads with
-// the cause; errors.As finds its *AttemptError, which lists what each master
-// did, and each master's *NodeError.
+// failed TryLock, Lock, Do, Extend, Release or Resume is one line that leads
+// with the cause; errors.As finds its *AttemptError, which lists what each
+// master did, and each master's *NodeError.
 package redlock
 
 // How the code is laid out (for readers of the source; godoc does not show
