@@ -112,10 +112,11 @@ func (c *Client) readHold(ctx context.Context, req request, window, timeout time
 }
 
 // recorded returns the fence that a quorum of r's voting masters record,
-// and whether there is one. At most one value can be: two quorums meet. It
-// is the lock's own fence: the acquisition left it on a quorum (the masters
-// whose count was the fence, and those raised to it), and a master's record
-// of a grant changes only when it is raised, never below the fence.
+// and whether there is one. At most one value can be: two quorums meet.
+// The acquisition left the lock's fence on a quorum (the masters whose
+// count was the fence, and those raised to it), and a record only rises
+// from there: so a value on a quorum is at least the lock's fence, and
+// each master of that quorum counts above it next.
 func recorded(r round, quorum int) (int64, bool) {
 	seen := map[int64]int{}
 	for _, i := range r.res.Yes {
