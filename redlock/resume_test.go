@@ -100,11 +100,11 @@ func TestIntegration_Resume_AutoExtendOutlivesTheTTL(t *testing.T) {
 	srv := masters(t, 3)
 	a, b := client(t, srv), client(t, srv)
 	ctx := context.Background()
-	l, err := a.TryLock(ctx, "k", 300*time.Millisecond)
+	l, err := a.TryLock(ctx, "k", 600*time.Millisecond)
 	require.NoError(t, err)
-	r, err := b.Resume(ctx, "k", l.Token(), 300*time.Millisecond, WithAutoExtend())
+	r, err := b.Resume(ctx, "k", l.Token(), 600*time.Millisecond, WithAutoExtend())
 	require.NoError(t, err)
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, r.Err())
 	assert.Positive(t, r.Validity())
 	require.NoError(t, r.Release(ctx))
@@ -118,7 +118,7 @@ func TestIntegration_Resume_NotHeld(t *testing.T) {
 	a, b := client(t, srv), client(t, srv)
 	ctx := context.Background()
 
-	short, err := a.TryLock(ctx, "expired", 100*time.Millisecond)
+	short, err := a.TryLock(ctx, "expired", time.Second) // waitGone waits 2s
 	require.NoError(t, err)
 	waitGone(t, "expired", srv...)
 	_, err = b.Resume(ctx, "expired", short.Token(), time.Second)
