@@ -66,6 +66,7 @@ const (
 	SpanExtend  = "redlock.Extend"
 	SpanRelease = "redlock.Release"
 	SpanDo      = "redlock.Do"
+	SpanResume  = "redlock.Resume"
 )
 
 // States returns the values of quorumlock.master.state's state attribute:

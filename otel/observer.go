@@ -148,6 +148,8 @@ func spanName(op redlock.Op) string {
 		return SpanRelease
 	case redlock.OpDo:
 		return SpanDo
+	case redlock.OpResume:
+		return SpanResume
 	}
 	return "redlock." + string(op)
 }

@@ -123,6 +123,11 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 			st, err := c.Inspect(ctx, key)
 			require.NoError(t, err, key)
 			assert.Equal(t, l.Token(), st.Holder, key)
+			// Another client resumes the lock, with the taker's fence, and extends it.
+			r, err := other.Resume(ctx, key, l.Token(), ttl)
+			require.NoError(t, err, key)
+			assert.Equal(t, l.Fence(), r.Fence(), key)
+			require.NoError(t, r.Extend(ctx, ttl), key)
 			woken := make(chan error, 1)
 			go func() {
 				w, err := other.Lock(ctx, key, ttl)

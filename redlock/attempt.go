@@ -161,7 +161,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	validity := quorumlock.Validity(ttl, elapsed, c.o.drift)
 	if ok && validity > 0 {
 		until := start.Add(ttl - c.o.drift.Reserve(ttl))
-		return outcome{lock: c.newLock(req, lo, fence, until, rounds, raised), votes: last, took: elapsed, raise: raise}
+		return outcome{lock: c.newLock(req, lo, fence, until, last, newTrail(len(c.nodes), rounds), raised), votes: last, took: elapsed, raise: raise}
 	}
 	c.rollback(req, rounds, timeout, start.Add(ttl))
 

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// AttemptError is a failed TryLock, Lock, Do, Extend or Release: Error is
+// AttemptError is a failed TryLock, Lock, Do, Extend, Release or Resume: Error is
 // one line that leads with the cause, and Masters says what each master did.
 // Find it with errors.As; errors.Is still matches the sentinels it wraps
 // (ErrNotObtained, ErrQuarantined, ErrMisconfigured, ErrLockLost,
 // ErrLockNotHeld, a context's error) and errors.As each master's *NodeError.
 // The counts in Error are counts of Masters.
 type AttemptError struct {
-	// Op is what failed: "lock", "extend" or "release".
+	// Op is what failed: "lock", "extend", "release" or "resume".
 	Op string
 	// Key is the lock's key, as given.
 	Key string
@@ -61,7 +61,8 @@ type Answer int8
 
 const (
 	// MasterAgreed means the master did what was asked (granted, extended
-	// or released the lock) and its vote counted.
+	// or released the lock, or held the token a Resume asked about) and its
+	// vote counted.
 	MasterAgreed Answer = iota
 	// MasterAbstained means the master granted or extended the lock, but
 	// the restart guard did not count its vote: see MasterAnswer.Why.
@@ -69,7 +70,7 @@ const (
 	// MasterHeld means another owner holds the key there (ErrHeld).
 	MasterHeld
 	// MasterNotHeld means the lock's token was no longer there, on an
-	// extension or a release (ErrLockNotHeld).
+	// extension, a release or a Resume (ErrLockNotHeld).
 	MasterNotHeld
 	// MasterNoReply means no answer came within the node timeout.
 	MasterNoReply

@@ -33,7 +33,7 @@ type step struct {
 	permits             int    // a semaphore's permit of K permits (the permit scripts); 0 for a lock
 
 	// What must come back.
-	ok       bool             // acquire: granted; fence: raised
+	ok       bool             // acquire: granted; fence: raised; inspect: the token (with owner) holds the key
 	tookOver bool             // acquire
 	holder   string           // acquire when refused, and inspect: a token, "owner:<o>", or ""
 	pttl     string           // acquire when refused, and inspect: "live", "long" (> 5s), "rolled back", "no key"
@@ -196,6 +196,37 @@ var contract = []struct {
 		{op: "wait"},
 		{op: "acquire", token: "b", from: "a", propose: "a+1000", ok: true, tookOver: true, counter: "=a+1000"},
 	}},
+	{"inspect finds a plain lock's token, and no other", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "inspect", token: "a", ok: true, holder: "a", holds: 1, pttl: "live", counter: "=a"},
+		{op: "inspect", token: "b", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+		{op: "inspect", token: "a", owner: "o", holder: "a", holds: 1, pttl: "live", counter: "=a"},
+		{op: "release", token: "a", released: scripts.Freed},
+		{op: "inspect", token: "a", holder: "", pttl: "no key"},
+	}},
+	{"inspect finds a reentrant lock's hold, and no other", []step{
+		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new", label: "o"},
+		{op: "acquire", token: "b", owner: "o", ok: true, counter: "=o"},
+		{op: "inspect", token: "b", owner: "o", ok: true, holder: "owner:o", holds: 2, pttl: "live", counter: "=o"},
+		{op: "inspect", token: "b", owner: "p", holder: "owner:o", holds: 2, pttl: "live", counter: "=o"},
+		{op: "inspect", token: "b", holder: "owner:o", holds: 2, pttl: "live", counter: "=o"},
+		{op: "release", token: "b", owner: "o", released: scripts.StillHeld},
+		{op: "inspect", token: "b", owner: "o", holder: "owner:o", holds: 1, pttl: "live", counter: "=o"},
+		{op: "inspect", token: "a", owner: "o", ok: true, holder: "owner:o", holds: 1, pttl: "live", counter: "=o"},
+	}},
+	{"a plain lock's record keeps its grant's counter, though another key's grant moved the floor", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "acquire", key: "other", token: "x", ok: true, counter: "new"},
+		{op: "inspect", token: "a", ok: true, holder: "a", holds: 1, pttl: "live", counter: "=a"},
+		{op: "fence", token: "a", fence: "a+5", ok: true},
+		{op: "acquire", key: "other2", token: "y", ok: true, counter: "new"},
+		{op: "inspect", token: "a", ok: true, holder: "a", holds: 1, pttl: "live", counter: "=a+5"},
+		{op: "acquire", token: "b", from: "a", ok: true, tookOver: true, counter: "new", label: "b"},
+		{op: "acquire", key: "other3", token: "z", ok: true, counter: "new"},
+		{op: "inspect", token: "b", ok: true, holder: "b", holds: 1, pttl: "live", counter: "=b"},
+		{op: "release", token: "b", fence: "b+7", released: scripts.Freed},
+		{op: "acquire", token: "c", ok: true, counter: ">=b+8"},
+	}},
 	{"counters grow from one holder to the next", []step{
 		{op: "acquire", token: "a", ok: true, counter: "new"},
 		{op: "release", token: "a", released: scripts.Freed},
@@ -308,9 +339,10 @@ func runContract(t *testing.T, n node, steps []step) {
 		case "wait":
 			time.Sleep(3 * time.Millisecond)
 		case "inspect":
-			st, err := n.inspect(ctx, "k")
+			st, err := n.inspect(ctx, "k", s.token, s.owner)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
+			assert.Equal(t, s.ok, st.Held, "step %d: held by the token", at)
 			if s.pttl == "long" {
 				assert.Greater(t, st.PTTL, 5*time.Second, "step %d: PTTL", at)
 			} else {

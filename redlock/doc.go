@@ -25,6 +25,9 @@
 //     that the protected resource can refuse a holder that kept writing after
 //     its lock was lost.
 //   - Reentrancy (WithOwner): an owner that holds a key may take it again.
+//   - Resuming (Client.Resume): another process rebuilds a lock's handle
+//     from its key and token, with the lock's validity and fence as the
+//     masters record them, and extends and releases it.
 //   - Waiting in line: Lock holds a place in the key's queue on each master,
 //     which grants a free key only to its head, so that callers of every
 //     client take turns in the order they came; a release is announced over
@@ -46,9 +49,9 @@
 // Errors: ErrNotObtained, ErrLockNotHeld, ErrLockLost, ErrClosed and
 // ErrInvalid are matched with errors.Is, and so are ErrHeld, ErrQuarantined
 // and ErrMisconfigured, which come inside ErrNotObtained. The error of a
-// failed TryLock, Lock, Do, Extend or Release is one line that leads with
-// the cause; errors.As finds its *AttemptError, which lists what each master
-// did, and each master's *NodeError.
+// failed TryLock, Lock, Do, Extend, Release or Resume is one line that leads
+// with the cause; errors.As finds its *AttemptError, which lists what each
+// master did, and each master's *NodeError.
 package redlock
 
 // How the code is laid out (for readers of the source; godoc does not show
@@ -78,4 +81,4 @@ package redlock
 // client's work, which Close waits for. Beside these: client.go (the
 // Client), options.go, errors.go, guard.go (the restart guard),
 // waiters.go and subscriber.go (waiting in line, and hearing releases
-// announced), watchdog.go (auto-extension), inspect.go, do.go.
+// announced), watchdog.go (auto-extension), inspect.go, resume.go, do.go.

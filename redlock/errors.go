@@ -17,7 +17,9 @@ var (
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
 	// ErrLockNotHeld means the operation found no master still holding the
-	// lock's token: it was released already, or it expired.
+	// lock's token: it was released already, or it expired. From Resume, it
+	// means fewer than a quorum of the masters whose votes count hold it,
+	// or no validity was left.
 	ErrLockNotHeld = errors.New("redlock: lock not held")
 
 	// ErrLockLost means the lock ended while its holder still believed in
@@ -35,9 +37,10 @@ var (
 	ErrInvalid = driver.ErrInvalid
 )
 
-// ErrQuarantined comes inside ErrNotObtained when masters that granted the
-// lock were kept from voting by the restart guard, and their votes would
-// have made the quorum: they restarted, or were promoted, less than the
+// ErrQuarantined comes inside ErrNotObtained (or, from Resume, inside
+// ErrLockNotHeld) when masters that granted the lock (that hold the token)
+// were kept from voting by the restart guard, and their votes would have
+// made the quorum: they restarted, or were promoted, less than the
 // guard window ago, or cannot be trusted at all (a replica, an evicting
 // master, one whose state cannot be read). It is not contention: nobody need
 // hold the key. On masters started a moment ago, TryLock fails this way for

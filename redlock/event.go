@@ -15,7 +15,7 @@ import (
 // Locks. They may be called from many goroutines at once.
 type Observer interface {
 	// Start is called when a public call (Lock, TryLock, Extend, Release,
-	// Do) begins, after its arguments were validated. The context it
+	// Do, Resume) begins, after its arguments were validated. The context it
 	// returns is the call's from then on: the events of the call, its
 	// driver's requests and, for Do, the function's context derive from it.
 	// Return ctx itself to keep it.
@@ -36,6 +36,7 @@ const (
 	OpExtend  Op = "extend"
 	OpRelease Op = "release"
 	OpDo      Op = "do"
+	OpResume  Op = "resume"
 )
 
 // Kind says what an Event reports.

@@ -243,3 +243,50 @@ func ExampleNewFromAddrs_invalid() {
 	// true
 	// redlock: invalid argument: quorum 1 is below a majority of 3 nodes (2)
 }
+
+func ExampleClient_Resume() {
+	masters := startMasters(5) // for the example; in production, your masters' addresses
+	defer masters.Close()
+	newClient := func() *redlock.Client {
+		c, err := redlock.NewFromAddrs(masters.Addrs(),
+			// What in-process masters need, not advice for real ones: they
+			// report no state for the restart guard to read, and answer slowly.
+			redlock.WithTrustUnreadable(), redlock.WithNodeTimeout(time.Second))
+		if err != nil {
+			log.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+
+	// The process that takes the lock hands the job on: its key and token.
+	taker := newClient()
+	defer taker.Close()
+	l, err := taker.Lock(ctx, "report:daily", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	key, token := l.Key(), l.Token()
+
+	// The process that does the job (here, another client) resumes the
+	// lock, extends it and releases it.
+	worker := newClient()
+	defer worker.Close()
+	r, err := worker.Resume(ctx, key, token, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the taker's fence:", r.Fence() == l.Fence())
+	if err := r.Extend(ctx, 20*time.Second); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("extended:", r.Validity() > 19*time.Second)
+	r.Release(ctx)
+
+	_, err = worker.Resume(ctx, key, token, 10*time.Second)
+	fmt.Println("released:", errors.Is(err, redlock.ErrLockNotHeld))
+	// Output:
+	// the taker's fence: true
+	// extended: true
+	// released: true
+}

@@ -39,8 +39,9 @@ type fakeNode struct {
 	mu       sync.Mutex
 	mode     behaviour
 	keys     map[string]*fakeKey
-	sems     map[string]*fakeSem // semaphores' keys (see fake_permit_test.go)
-	counters map[string]int64    // a reentrant lock's fence record
+	sems     map[string]*fakeSem    // semaphores' keys (see fake_permit_test.go)
+	counters map[string]int64       // a reentrant lock's fence record
+	records  map[string]plainRecord // a plain lock's fence record
 	floor    int64
 	voided   map[string]bool // tombstones of rolled-back attempts
 	calls    []fakeCall
@@ -67,12 +68,19 @@ type fakeKey struct {
 	until time.Time
 }
 
+// plainRecord is a plain lock's fence record: the count of its grant,
+// raised to its fence, and the token it names.
+type plainRecord struct {
+	count int64
+	token string
+}
+
 type fakeCall struct {
 	op, key, token string
 }
 
 func newFakeNode(name string, clk clock.Clock, mode behaviour) *fakeNode {
-	return &fakeNode{name: name, clk: clk, mode: mode, keys: map[string]*fakeKey{}, counters: map[string]int64{}, voided: map[string]bool{}}
+	return &fakeNode{name: name, clk: clk, mode: mode, keys: map[string]*fakeKey{}, counters: map[string]int64{}, records: map[string]plainRecord{}, voided: map[string]bool{}}
 }
 
 func (f *fakeNode) addr() string { return f.name }
@@ -279,15 +287,19 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 		c := f.count(r)
 		if r.owner != "" {
 			f.counters[r.key] = c
+		} else {
+			f.records[r.key] = plainRecord{c, r.token}
 		}
 		return scripts.Grant{OK: true, Counter: c}
 	}
 	switch {
 	case r.owner == "" && r.from != "" && k.owner == "" && k.token == r.from:
 		k.token, k.until = r.token, now.Add(r.ttl)
-		return scripts.Grant{OK: true, Counter: f.count(r), TookOver: true}
+		c := f.count(r)
+		f.records[r.key] = plainRecord{c, r.token}
+		return scripts.Grant{OK: true, Counter: c, TookOver: true}
 	case r.owner == "" && k.token == r.token:
-		return scripts.Grant{OK: true, Counter: f.floor} // a plain lock keeps no record
+		return scripts.Grant{OK: true, Counter: f.floor} // a plain retry reports the floor, at least its count
 	case r.owner != "" && k.owner == r.owner:
 		k.holds[r.token] = true
 		if until := now.Add(r.ttl); until.After(k.until) {
@@ -410,16 +422,18 @@ func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool
 	return true, nil
 }
 
-// raise is lib.lua's raiseCounter: the floor, and a reentrant lock's
-// record. The caller holds f.mu.
+// raise is lib.lua's raiseCounter: the floor, and the lock's record (a
+// plain lock's only when it names the token). The caller holds f.mu.
 func (f *fakeNode) raise(r request, fence int64) {
 	if r.owner != "" {
 		f.counters[r.key] = max(f.counters[r.key], fence)
+	} else if rec, ok := f.records[r.key]; ok && rec.token == r.token && rec.count < fence {
+		f.records[r.key] = plainRecord{fence, r.token}
 	}
 	f.floor = max(f.floor, fence)
 }
 
-func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, error) {
+func (f *fakeNode) inspect(ctx context.Context, key, token, owner string) (scripts.State, error) {
 	defer f.finish()
 	if f.record("inspect", key, "") == broken {
 		return scripts.State{}, errBroken
@@ -436,7 +450,11 @@ func (f *fakeNode) inspect(ctx context.Context, key string) (scripts.State, erro
 			}
 		} else {
 			s.Holder, s.Holds = k.token, 1
+			if rec, ok := f.records[key]; ok && rec.token == k.token {
+				s.Counter = rec.count
+			}
 		}
+		s.Held = token != "" && k.heldBy(request{token: token, owner: owner})
 	}
 	return s, nil
 }

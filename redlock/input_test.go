@@ -121,6 +121,7 @@ func TestLockCalls_BadInput(t *testing.T) {
 				"Do": func() error {
 					return c.Do(tc.ctx, tc.key, tc.ttl, func(context.Context) error { return nil }, tc.opts...)
 				},
+				"Resume": func() error { _, err := c.Resume(tc.ctx, tc.key, "t", tc.ttl, tc.opts...); return err },
 			} {
 				err := call()
 				require.Error(t, err, name)
@@ -130,7 +131,10 @@ func TestLockCalls_BadInput(t *testing.T) {
 		})
 	}
 	assert.ErrorIs(t, c.Do(ctx, "k", time.Second, nil), ErrInvalid, "nil function")
-	_, err := c.Inspect(nil, "k") //nolint:staticcheck // a nil ctx is the input under test
+	_, err := c.Resume(ctx, "k", "", time.Second)
+	assert.ErrorIs(t, err, ErrInvalid, "empty token")
+	assert.Contains(t, err.Error(), "empty token")
+	_, err = c.Inspect(nil, "k") //nolint:staticcheck // a nil ctx is the input under test
 	assert.ErrorIs(t, err, ErrInvalid)
 	_, err = c.Inspect(ctx, "")
 	assert.ErrorIs(t, err, ErrInvalid)
@@ -254,6 +258,7 @@ func TestNoPanicOnAnyInput(t *testing.T) {
 		"nil client TryLock":         func() { nilClient.TryLock(ctx, "k", time.Second) },
 		"nil client Lock":            func() { nilClient.Lock(ctx, "k", time.Second) },
 		"nil client Do":              func() { nilClient.Do(ctx, "k", time.Second, func(context.Context) error { return nil }) },
+		"nil client Resume":          func() { nilClient.Resume(ctx, "k", "t", time.Second) },
 		"nil client Nodes, Quorum":   func() { nilClient.Nodes(); nilClient.Quorum() },
 		"nil BackoffFunc as retry":   func() { New(stubs(3), WithRetry(BackoffFunc(nil))) },
 		"LimitRetry of nil as retry": func() { New(stubs(3), WithRetry(LimitRetry(nil, 2))) },

@@ -44,9 +44,10 @@ type NodeStatus struct {
 	// nothing will expire: -2ms when the master has no such key, -1ms for a
 	// key without a TTL, which no lock leaves.
 	TTL time.Duration
-	// Fence is the fence a reentrant lock holding the key recorded on this
-	// master, or else the master's fence floor: either way, the next grant
-	// of the key there counts above it.
+	// Fence is the fence the lock holding the key recorded on this master
+	// (its grant's count, or the fence it was raised to), or else the
+	// master's fence floor: either way, the next grant of the key there
+	// counts above it.
 	Fence int64
 	// Quarantined is true while the guard does not count the master's vote.
 	Quarantined bool
@@ -77,7 +78,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
 	res, err := fanOut(ctx, c, c.overMasters(0, c.o.nodeTimeout),
 		func(ctx context.Context, i int) (scripts.State, fanout.Vote, error) {
-			s, err := c.nodes[i].inspect(ctx, key)
+			s, err := c.nodes[i].inspect(ctx, key, "", "")
 			if err != nil {
 				return scripts.State{}, fanout.No, err // the master's own error, for NodeStatus.Err
 			}

@@ -689,7 +689,13 @@ func TestIntegration_FenceFloorCoversEveryFence(t *testing.T) {
 			require.NoError(t, err, "the floor %q is a whole number", floor)
 			assert.GreaterOrEqual(t, f, last, "%s: the floor of %s's slot is below the last fence", s.Addr(), key)
 			assert.Greater(t, f, int64(1)<<40, "floors start from the clock")
-			assert.EqualValues(t, 0, do(t, s, "EXISTS", suiteNames().Fence(key)), "%s: a plain lock keeps no fence record", s.Addr())
+			// A plain lock's record names its token, and expires with the retention.
+			if rec, err := redis.String(do(t, s, "GET", suiteNames().Fence(key)), nil); err == nil {
+				assert.Regexp(t, `^\d+ \S+$`, rec, "%s: the record of %s", s.Addr(), key)
+				pttl, err := redis.Int64(do(t, s, "PTTL", suiteNames().Fence(key)), nil)
+				require.NoError(t, err)
+				assert.InDelta(t, (time.Second + DefaultFenceRetention).Milliseconds(), pttl, 5000, "%s: the record of %s expires", s.Addr(), key)
+			}
 		}
 	}
 }

@@ -51,13 +51,15 @@ const (
 	lost
 )
 
-func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, rounds []round, raised []int) *Lock {
-	won := rounds[len(rounds)-1]
+// newLock makes the handle of a lock that round won gave: an acquisition's
+// last round, or a Resume's read. t is the trail of the requests that
+// carried the token before.
+func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Time, won round, t *trail, raised []int) *Lock {
 	l := &Lock{
 		c: c, req: req, fence: fence, won: won, until: until, done: make(chan struct{}),
 		granted: slices.Clone(won.res.Yes),
 		fenced:  make([]bool, len(c.nodes)),
-		trail:   newTrail(len(c.nodes), rounds),
+		trail:   t,
 	}
 	for _, i := range raised {
 		l.fenced[i] = true
@@ -111,8 +113,9 @@ func (l *Lock) TTL() time.Duration {
 }
 
 // Granted returns the masters, by index in the client's list, whose votes
-// made the quorum when the lock was taken. Masters that agreed later are
-// not listed.
+// made the quorum when the lock was taken (for a resumed lock, those that
+// held it when Resume read them, and whose votes count). Masters that
+// agreed later are not listed.
 func (l *Lock) Granted() []int {
 	if !l.obtained() {
 		return nil

@@ -17,7 +17,7 @@ import (
 type request struct {
 	key, token, owner string
 	ttl               time.Duration // for acquire and extend
-	keep              time.Duration // how long a reentrant lock's fence record outlives the lock
+	keep              time.Duration // how long a lock's fence record outlives the lock
 	rollback          bool          // a release that undoes a failed attempt: no announcement, a tombstone
 	tombstone         bool          // a release that leaves the token's tombstone
 	from              string        // an acquire that takes the key over from this plain lock's token
@@ -88,7 +88,9 @@ type node interface {
 	// leave takes waiter out of key's waiting queue, for good: an acquire
 	// of the waiter arriving within lease does not queue it again.
 	leave(ctx context.Context, key, waiter string, lease time.Duration) error
-	inspect(ctx context.Context, key string) (scripts.State, error)
+	// inspect reads key's state; with a token, whether that token (a hold
+	// of owner, for a reentrant lock) holds it.
+	inspect(ctx context.Context, key, token, owner string) (scripts.State, error)
 	// health returns what the restart guard last learned of the master, or
 	// of a cluster's shard master owning key.
 	health(key string) health
@@ -274,8 +276,8 @@ func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, 
 	return scripts.DecodeRaised(v)
 }
 
-func (m *master) inspect(ctx context.Context, key string) (scripts.State, error) {
-	v, err := m.eval(ctx, scripts.Inspect{Key: key}.Call(m.scripts, m.names))
+func (m *master) inspect(ctx context.Context, key, token, owner string) (scripts.State, error) {
+	v, err := m.eval(ctx, scripts.Inspect{Key: key, Token: token, Owner: owner}.Call(m.scripts, m.names))
 	if err != nil {
 		return scripts.State{}, err
 	}

@@ -46,7 +46,7 @@ type options struct {
 	logger       *slog.Logger
 	tokens       func() (string, error)
 	restartGuard time.Duration
-	// fenceKeep is how long a key's fencing counter outlives its lock. A
+	// fenceKeep is how long a key's fence record outlives its lock. A
 	// counter dropped after it is counted again from the master's fence
 	// floor, which is at least every fence the master ever counted (see
 	// the count in internal/scripts/acquire.lua), so the next fence is still
@@ -175,11 +175,13 @@ func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEv
 // once and again after each lost connection.
 func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
-// WithFenceRetention sets how long a reentrant lock's fence record (the
-// fence its later holds report) is kept beyond the lock's TTL. Default 10m.
-// Must be positive and at most MaxTTL. Memory on each master is bounded by
-// the reentrant keys locked within this time; a plain lock keeps no record,
-// and every grant counts above the master's one fence floor.
+// WithFenceRetention sets how long a lock's fence record (the fence a
+// reentrant lock's later holds report, and a Resume reads) is kept beyond
+// the lock's TTL. Default 10m. Must be positive and at most MaxTTL. Memory
+// on each master is bounded by the keys locked within this time: one small
+// string each. Every grant counts above the master's one fence floor, so a
+// record gone only makes a Resume's fence the largest its masters report
+// (see Client.Resume), never a smaller one.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.fenceKeep = d })
 }

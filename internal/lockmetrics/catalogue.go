@@ -73,7 +73,7 @@ func Catalogue() []Instrument {
 		{HeldDuration, "quorumlock.lock.held.duration", Histogram, "s",
 			"How long locks were held until released.", nil},
 		{Held, "quorumlock.lock.held", UpDownCounter, "{lock}",
-			"Locks held now: obtained, and neither released nor lost.", nil},
+			"Locks held now: obtained or resumed, and neither released nor lost.", nil},
 		{Losses, "quorumlock.lock.losses", Counter, "{lock}",
 			"Locks lost while held.", nil},
 		{Handovers, "quorumlock.lock.handovers", Counter, "{handover}",

@@ -28,6 +28,12 @@ func Measure(ev redlock.Event, rec func(id ID, v float64, attrs ...Attr)) {
 		switch ev.Op {
 		case redlock.OpLock, redlock.OpTryLock:
 			rec(WaitDuration, ev.Duration.Seconds(), Attr{AttrOperation, string(ev.Op)}, outcome)
+		case redlock.OpResume:
+			// A resumed lock is held here from now on: its release or
+			// loss counts down as an acquired one's does.
+			if ev.Outcome == redlock.OutcomeObtained {
+				rec(Held, 1)
+			}
 		case redlock.OpRelease:
 			rec(Releases, 1, outcome)
 			if ev.Outcome == redlock.OutcomeReleased || ev.Outcome == redlock.OutcomeHandedOver {

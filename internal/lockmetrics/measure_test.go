@@ -51,6 +51,10 @@ func TestMeasure(t *testing.T) {
 			"quorumlock.lock.held -1 []",
 			"quorumlock.lock.held.duration 3 []",
 		}},
+		{"resume", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpResume, Outcome: redlock.OutcomeObtained}, []string{
+			"quorumlock.lock.held 1 []",
+		}},
+		{"resume of a lock not held", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpResume, Outcome: redlock.OutcomeNotHeld}, nil},
 		{"release of a lock lost before", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpRelease, Outcome: redlock.OutcomeLost}, []string{
 			"quorumlock.lock.releases 1 [{quorumlock.outcome lost}]",
 		}},

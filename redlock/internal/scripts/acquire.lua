@@ -1,5 +1,5 @@
 -- Acquires a lock, or adds a hold to a reentrant lock of the same owner.
--- KEYS[1] lock, KEYS[2] its fence record (a reentrant lock's), KEYS[3] the
+-- KEYS[1] lock, KEYS[2] its fence record, KEYS[3] the
 -- node's fence floor,
 -- KEYS[4] this attempt's tombstone, KEYS[5] the node's fence stamp,
 -- KEYS[6] the key's waiting queue, KEYS[7] its leases (see The queue below),
@@ -134,17 +134,19 @@ if act == 'again' then
   end
   L = L or lib()
   local record = r[3]
-  if owner == '' then record = nil end -- a plain lock keeps none
+  if owner == '' then record = nil end -- a plain retry reports the floor, at least its count
   return {1, L.counter(record, f, epoch)}
 end
 
 -- Count the grant: one above everything this node ever counted (its floor,
 -- at least the epoch; the clock seed when it has none), or the client's
--- proposal where that is larger; the floor follows the count. A reentrant
--- lock's grant also records its count in ckey, for keep ms, which the
--- lock's later holds report (see counter); a plain lock keeps no record.
--- With the MGET above, a plain grant costs one call, the floor's SET, and
--- TIME when the proposal is above the floor (about once a millisecond).
+-- proposal where that is larger; the floor follows the count. The grant
+-- also records its count in ckey, for keep ms: a reentrant lock's later
+-- holds report it (see counter); a plain lock's record also names its
+-- token (see plainRecord), so that a Resume of the token finds the fence it
+-- was handed out with. With the MGET above, a plain grant costs two calls,
+-- the floor's SET and the record's, and TIME when the proposal is above
+-- the floor (about once a millisecond).
 --
 -- The proposal. Each master counts on its own, so the masters of a quorum
 -- can name different counters for one grant, and the client must then
@@ -181,7 +183,11 @@ if f then
 else
   L.raiseFloor(floor, c, f)
 end
-if owner ~= '' then redis.call('SET', ckey, string.format('%d', c), 'PX', keep) end
+if owner ~= '' then
+  redis.call('SET', ckey, string.format('%d', c), 'PX', keep)
+else
+  redis.call('SET', ckey, string.format('%d', c) .. ' ' .. token, 'PX', keep)
+end
 
 -- The waiter has the key: it leaves the queue (a hand-over's waiter may
 -- be queued anywhere in it).

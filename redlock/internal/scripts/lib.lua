@@ -56,22 +56,34 @@ local function lib()
     return c
   end
 
+  -- plainRecord returns the count a plain lock's record v ("<count>
+  -- <token>", or nil) holds when it names token, else nil: a record left by
+  -- another grant of the key, or none, says nothing of token's.
+  local function plainRecord(v, token)
+    if not v then return nil end
+    local n, t = string.match(v, '^(%d+) (.*)$')
+    if t ~= token then return nil end
+    return tonumber(n)
+  end
+
   -- raiseCounter raises the node's floor to fence, so that every later count
-  -- here is above it, and for a reentrant lock (owner not '') its record
-  -- ckey, creating it for keep ms if it is gone, so that its later holds
-  -- report at least fence. It never lowers either.
-  local function raiseCounter(ckey, floor, fence, keep, owner)
+  -- here is above it, and the key's record ckey: for a reentrant lock (owner
+  -- not ''), creating it for keep ms if it is gone, so that its later holds
+  -- report at least fence; for a plain lock, only a record of token's own
+  -- grant. It never lowers either.
+  local function raiseCounter(ckey, floor, fence, keep, owner, token)
     fence = tonumber(fence)
-    if owner == '' then
-      raiseFloor(floor, fence, tonumber(redis.call('MGET', floor)[1]))
-      return
-    end
     local r = redis.call('MGET', ckey, floor)
-    local c = tonumber(r[1])
-    if not r[1] then
-      redis.call('SET', ckey, int(fence), 'PX', keep)
-    elseif not c or c < fence then
-      redis.call('SET', ckey, int(fence), 'KEEPTTL')
+    if owner == '' then
+      local c = plainRecord(r[1], token)
+      if c and c < fence then redis.call('SET', ckey, int(fence) .. ' ' .. token, 'KEEPTTL') end
+    else
+      local c = tonumber(r[1])
+      if not r[1] then
+        redis.call('SET', ckey, int(fence), 'PX', keep)
+      elseif not c or c < fence then
+        redis.call('SET', ckey, int(fence), 'KEEPTTL')
+      end
     end
     raiseFloor(floor, fence, tonumber(r[2]))
   end
@@ -209,7 +221,7 @@ local function lib()
     return math.max(epoch, clockSeed())
   end
 
-  return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter,
+  return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter, plainRecord = plainRecord,
     fenceEpoch = fenceEpoch, counter = counter, queueHead = queueHead, enqueue = enqueue,
     announce = announce, clock = clock}
 end

@@ -34,7 +34,7 @@ local lock, void, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, owner, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
 if not held(lock, token, owner) then return 0 end
-if fence and fence ~= '' then lib().raiseCounter(KEYS[5], KEYS[6], fence, ARGV[7], owner) end
+if fence and fence ~= '' then lib().raiseCounter(KEYS[5], KEYS[6], fence, ARGV[7], owner, token) end
 if owner ~= '' then
   redis.call('HDEL', lock, 'hold:' .. token)
   if redis.call('HLEN', lock) > 1 then return 2 end
