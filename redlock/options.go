@@ -175,13 +175,14 @@ func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEv
 // once and again after each lost connection.
 func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
-// WithFenceRetention sets how long a lock's fence record (the fence a
-// reentrant lock's later holds report, and a Resume reads) is kept beyond
-// the lock's TTL. Default 10m. Must be positive and at most MaxTTL. Memory
-// on each master is bounded by the keys locked within this time: one small
-// string each. Every grant counts above the master's one fence floor, so a
-// record gone only makes a Resume's fence the largest its masters report
-// (see Client.Resume), never a smaller one.
+// WithFenceRetention sets how long a reentrant lock's fence record (the
+// fence its later holds report, and a Resume reads) is kept beyond the
+// lock's TTL. Default 10m. Must be positive and at most MaxTTL. Memory on
+// each master is bounded by the reentrant keys locked within this time: one
+// small string each. A plain lock's record lives as long as the lock.
+// Every grant counts above the master's one fence floor, so a record gone
+// only makes a Resume's fence the largest its masters report (see
+// Client.Resume), never a smaller one.
 func WithFenceRetention(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.fenceKeep = d })
 }

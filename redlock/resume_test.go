@@ -217,6 +217,36 @@ func TestIntegration_Resume_TheTakersFence(t *testing.T) {
 	require.NoError(t, next.Release(ctx))
 }
 
+// A plain lock's fence record lives as long as the lock: an extension
+// renews it, so a Resume past the TTL the lock was taken with still finds
+// the taker's fence, though other grants raised every floor since. The
+// record of a lock that is gone expires with it.
+func TestIntegration_Resume_ExtendedLockKeepsItsFence(t *testing.T) {
+	srv := masters(t, 3)
+	a, b := client(t, srv), client(t, srv)
+	ctx := context.Background()
+	l, err := a.TryLock(ctx, "k", 300*time.Millisecond)
+	require.NoError(t, err)
+	waitHeld(t, "k", srv...)
+	require.NoError(t, l.Extend(ctx, 10*time.Second))
+	for i := range 3 {
+		o, err := a.TryLock(ctx, "other-"+strconv.Itoa(i), time.Second)
+		require.NoError(t, err)
+		require.NoError(t, o.Release(ctx))
+	}
+	time.Sleep(400 * time.Millisecond) // past the TTL the lock was taken with
+	r, err := b.Resume(ctx, "k", l.Token(), 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, l.Fence(), r.Fence(), "the record outlived the first TTL with the lock")
+	require.NoError(t, r.Release(ctx))
+	names := suiteNames().Of("k")
+	for _, s := range srv {
+		pttl, err := redis.Int64(do(t, s, "PTTL", names.Fence()), nil)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, pttl, (10 * time.Second).Milliseconds(), "%s: the record lives no longer than the lock", s.Addr())
+	}
+}
+
 // Where no quorum records one fence (here the records of two masters are
 // gone), a resumed lock has the largest fence the masters report, and the
 // lagging ones are raised to it: the next holder's is larger.

@@ -17,7 +17,7 @@ import (
 // written out here as a user reading the masters sees it. {T} is the hash
 // tag of k's slot (slot.TagFor), which puts every name in k's slot.
 const (
-	fencePrefix   = "quorumlock:fence:"       // + {T}k: the fence record of k's lock, kept for the retention
+	fencePrefix   = "quorumlock:fence:"       // + {T}k: the fence record of k's lock: a plain lock's lives with it, a reentrant one's for the retention
 	floorPrefix   = "quorumlock:fence-floor:" // + {T}: the fence floor of k's slot, and + ":stamp" its stamp
 	masterFloor   = "quorumlock:fence-floor"  // a plain master's one fence floor, and + ":stamp" its stamp
 	voidPrefix    = "quorumlock:void:"        // + {T}token: a tombstone, for as long as a request may be on its way

@@ -141,10 +141,12 @@ end
 -- Count the grant: one above everything this node ever counted (its floor,
 -- at least the epoch; the clock seed when it has none), or the client's
 -- proposal where that is larger; the floor follows the count. The grant
--- also records its count in ckey, for keep ms: a reentrant lock's later
--- holds report it (see counter); a plain lock's record also names its
--- token (see plainRecord), so that a Resume of the token finds the fence it
--- was handed out with. With the MGET above, a plain grant costs two calls,
+-- also records its count in ckey: a reentrant lock's, for keep ms, which its
+-- later holds report (see counter); a plain lock's, naming its token (see
+-- plainRecord), for the lock's TTL, which extend.lua renews with the lock,
+-- so that a Resume of the token finds the fence it was handed out with and
+-- the record lives no longer than the lock. With the MGET above, a plain
+-- grant costs two calls,
 -- the floor's SET and the record's, and TIME when the proposal is above
 -- the floor (about once a millisecond).
 --
@@ -186,7 +188,7 @@ end
 if owner ~= '' then
   redis.call('SET', ckey, string.format('%d', c), 'PX', keep)
 else
-  redis.call('SET', ckey, string.format('%d', c) .. ' ' .. token, 'PX', keep)
+  redis.call('SET', ckey, string.format('%d', c) .. ' ' .. token, 'PX', ttl)
 end
 
 -- The waiter has the key: it leaves the queue (a hand-over's waiter may

@@ -19,7 +19,7 @@ type Extend struct {
 func (e Extend) Call(s *Set, n Names) driver.Call {
 	return driver.Call{
 		Script: s.Extend,
-		Keys:   []string{n.Lock(e.Key)},
+		Keys:   []string{n.Lock(e.Key), n.Fence(e.Key)},
 		Args:   []string{e.Token, ms(e.TTL), e.Owner},
 	}
 }
