@@ -36,6 +36,10 @@ const (
 	OpExtend  Op = "extend"
 	OpRelease Op = "release"
 	OpDo      Op = "do"
+	// A read hold of an RWLock: RLock and TryRLock. Its writer's calls are
+	// OpLock and OpTryLock.
+	OpRLock    Op = "rlock"
+	OpTryRLock Op = "tryrlock"
 )
 
 // Kind says what an Event reports.
