@@ -102,3 +102,46 @@ func TestRWLock_ReadersShareAWriterExcludes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, fence, w.Fence(), "a reader counts above the writer before it")
 }
+
+// An observer sees a read hold's calls as OpRLock and OpTryRLock, and a
+// writer's as the lock's.
+func TestRWLock_Observed(t *testing.T) {
+	rec := &recorder{}
+	c, _, _ := newFakeClient(t, []behaviour{healthy, healthy, healthy}, WithObserver(rec))
+	ctx := context.Background()
+	rw, err := c.RWLock("k")
+	require.NoError(t, err)
+	r1, err := rw.TryRLock(ctx, time.Second)
+	require.NoError(t, err)
+	r2, err := rw.RLock(ctx, time.Second)
+	require.NoError(t, err)
+	_, err = rw.TryLock(ctx, time.Second)
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.NoError(t, r1.Release(ctx))
+	require.NoError(t, r2.Release(ctx))
+	assert.Equal(t, []Op{OpTryRLock, OpRLock, OpTryLock, OpRelease, OpRelease}, rec.starts)
+	assert.Equal(t, []Outcome{OutcomeObtained}, rec.calls(OpTryRLock))
+	assert.Equal(t, []Outcome{OutcomeObtained}, rec.calls(OpRLock))
+	assert.Equal(t, []Outcome{OutcomeHeld}, rec.calls(OpTryLock))
+}
+
+// The restart guard keeps restarted masters out of a read hold's quorum,
+// as out of a lock's: with 3 of 5 in quarantine no reader is granted, and
+// the attempt is rolled back everywhere.
+func TestRWLock_ReadersWaitForTheRestartGuard(t *testing.T) {
+	c, fakes, clk := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(time.Minute))
+	for _, f := range fakes[:3] {
+		f.h = health{known: true, bootAt: clk.Now().Add(-time.Second)}
+	}
+	rw, err := c.RWLock("k")
+	require.NoError(t, err)
+	_, err = rw.TryRLock(context.Background(), time.Second)
+	require.ErrorIs(t, err, ErrQuarantined)
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.NoError(t, c.Close())
+	for i, f := range fakes {
+		f.mu.Lock()
+		assert.Nil(t, f.liveSem("k"), "master %d keeps the reader", i)
+		f.mu.Unlock()
+	}
+}
