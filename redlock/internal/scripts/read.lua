@@ -46,8 +46,8 @@ end
 redis.call('ZREMRANGEBYSCORE', lock, '-inf', now)
 local r = redis.call('MGET', stamp, floor)
 local s, f = r[1], tonumber(r[2])
-local epoch
 if redis.call('ZSCORE', lock, token) then
+  local epoch
   epoch, f = L.fenceEpoch(stamp, floor, knownID, s, f)
   return {1, L.counter(nil, f, epoch)}
 end
@@ -55,15 +55,10 @@ end
 local head = L.queueHead(queue, leases)
 if head then return {0, redis.call('PTTL', lock), '?', head, -1} end
 
--- Count the grant as acquire.lua does: one above the floor (at least the
--- epoch), or the proposal where larger, capped at the clock seed. So a
--- reader's fence is above every writer's before it, and the next writer's
--- above this reader's.
-epoch, f = L.fenceEpoch(stamp, floor, knownID, s, f)
-local c = L.counter(nil, f, epoch) + 1
-local p = tonumber(propose)
-if p and p > c then c = math.max(c, math.min(p, L.clockSeed())) end
-L.raiseFloor(floor, c, f)
+-- Count the grant from the floor, as a writer's is counted: a reader's
+-- fence is above every writer's before it, and the next writer's above
+-- this reader's.
+local c = L.countGrant(stamp, floor, knownID, s, f, propose)
 
 redis.call('ZADD', lock, now + ttl, token)
 redis.call('SET', rec, 0)
