@@ -209,8 +209,8 @@ func (cy *cycle) lock(ctx context.Context) {
 	// giveBack gives t6's permit or read hold back: the permit scripts
 	// release both.
 	giveBack := func(ctx context.Context) error {
-		rel := scripts.PermitRelease{Key: key, Token: t6, Sharded: sharded}
-		got, err := decodeReleased(cy.run(ctx, rel.Call(s, n)))
+		rel := scripts.Release{Key: key, Token: t6, Sharded: sharded}
+		got, err := decodeReleased(cy.run(ctx, rel.PermitCall(s, n)))
 		switch {
 		case err != nil:
 			return err
@@ -291,7 +291,7 @@ func (cy *cycle) lock(ctx context.Context) {
 			return nil
 		}},
 		{"permit's fence raise", func(ctx context.Context) error {
-			v, err := cy.run(ctx, scripts.PermitFence{Key: key, Token: t6, Fence: fence}.Call(s, n))
+			v, err := cy.run(ctx, scripts.Fence{Key: key, Token: t6, Fence: fence}.PermitCall(s, n))
 			if ok, derr := scripts.DecodeRaised(v); err != nil || derr != nil || !ok {
 				return cmp.Or(err, errAnswer(v))
 			}

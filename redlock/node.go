@@ -246,13 +246,11 @@ func decodeReleased(v any, err error) (scripts.Released, error) {
 func (m *master) releaseCall(r request) driver.Call {
 	sharded := m.drv.Sharded()
 	build := func() driver.Call {
-		if r.permits > 0 {
-			p := scripts.PermitRelease{Key: r.key, Token: r.token, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-				Sharded: sharded, Fence: r.fence, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
-			return p.Call(m.scripts, m.names)
-		}
 		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
 			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
+		if r.permits > 0 {
+			return rel.PermitCall(m.scripts, m.names)
+		}
 		return rel.Call(m.scripts, m.names)
 	}
 	if r.calls == nil || sharded { // a sharded node's release differs from a plain one's
@@ -271,11 +269,12 @@ func (m *master) leave(ctx context.Context, key, waiter string, lease time.Durat
 }
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
-	call := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}.Call(m.scripts, m.names)
+	f := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}
+	call := f.Call
 	if r.permits > 0 {
-		call = scripts.PermitFence{Key: r.key, Token: r.token, Fence: fence}.Call(m.scripts, m.names)
+		call = f.PermitCall
 	}
-	v, err := m.eval(ctx, call)
+	v, err := m.eval(ctx, call(m.scripts, m.names))
 	if err != nil {
 		return false, err
 	}

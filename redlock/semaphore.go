@@ -85,12 +85,14 @@ func (c *Client) Semaphore(key string, permits int, opts ...SemaphoreOption) (*S
 		return nil, invalid("permits %d is above the maximum of %d", permits, MaxPermits)
 	}
 	n := len(c.nodes)
-	q := max(quorumlock.PermitQuorum(n, permits), c.quorum) // WithQuorum may ask for more
-	if q == n && n >= 2 && !o.everyMaster {
+	pq := quorumlock.PermitQuorum(n, permits)
+	if pq == n && n >= 2 && !o.everyMaster {
 		return nil, invalid("%d permits on %d masters need all %d: no master could fail; use fewer permits or more masters, or accept that with WithEveryMaster",
 			permits, n, n)
 	}
-	return &Semaphore{c: c, key: key, permits: permits, quorum: q}, nil
+	// WithQuorum may ask for more: the client's own choice of what a
+	// failure costs.
+	return &Semaphore{c: c, key: key, permits: permits, quorum: max(pq, c.quorum)}, nil
 }
 
 // Key returns the semaphore's key.

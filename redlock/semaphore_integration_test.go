@@ -62,7 +62,8 @@ func TestIntegration_Semaphore(t *testing.T) {
 	}
 }
 
-// Waiters take free permits in the order they began to wait.
+// Waiters take free permits in the order they began to wait: with two
+// permits free, the first two waiters, and nobody behind them.
 func TestIntegration_Semaphore_WaitersInOrder(t *testing.T) {
 	srv := masters(t, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -106,7 +107,8 @@ func TestIntegration_Semaphore_WaitersInOrder(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, got[0].Release(ctx))
 	wg.Wait()
-	assert.Equal(t, []int{0, 1, 2}, order)
+	assert.Equal(t, []int{0, 1, 2}, []int{min(order[0], order[1]), max(order[0], order[1]), order[2]},
+		"the first two, in either order (both may take one of two free permits), then the third")
 	for _, l := range got[1:] {
 		require.NoError(t, l.Release(ctx))
 	}
@@ -270,5 +272,57 @@ func TestIntegration_Semaphore_ClusterNode(t *testing.T) {
 			t.Fatalf("%s: the waiter was not woken; its backoff is 30s", key)
 		}
 		require.NoError(t, b.Release(ctx), key)
+	}
+}
+
+// The permit script's line, on one real master (Redis 7 and 6.0): a free
+// permit goes to a waiter whose rank is below the free permits, a request
+// that does not queue takes one only when fewer wait than are free, and a
+// refused waiter keeps its place.
+func TestIntegration_PermitQueue_RankBelowFree(t *testing.T) {
+	ms := map[string]*master{"redis": client(t, masters(t, 1)).nodes[0].(*master)}
+	if !aclSuite() { // Redis 6.0 has no ACL rules for channels, which the suite's user needs
+		ms["redis-6.0"] = client(t, masters60(t, 1)).nodes[0].(*master)
+	}
+	for name, m := range ms {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			permit := func(token, waiter string, ticket int64) request {
+				r := request{key: "line", token: token, ttl: 10 * time.Second, permits: 2}
+				if waiter != "" {
+					r.waiter, r.ticket, r.lease = waiter, ticket, 10*time.Second
+				}
+				return r
+			}
+			step := func(r request, ok bool, rank int64) {
+				t.Helper()
+				g, err := m.acquire(ctx, r)
+				require.NoError(t, err)
+				require.Equal(t, ok, g.OK, "%s (%s): granted", r.token, r.waiter)
+				if !ok && r.waiter != "" {
+					assert.Equal(t, rank, g.Rank, "%s: rank", r.waiter)
+				}
+			}
+			step(permit("a", "", 0), true, 0)
+			step(permit("b", "", 0), true, 0)
+			for i, w := range []string{"w0", "w1", "w2"} {
+				step(permit(w+"-1", w, int64(i+1)), false, int64(i))
+			}
+			_, err := m.release(ctx, permit("a", "", 0))
+			require.NoError(t, err)
+			step(permit("t", "", 0), false, 0)      // three wait for one free permit
+			step(permit("w2-2", "w2", 3), false, 2) // behind two
+			step(permit("w1-2", "w1", 2), false, 1) // behind one
+			step(permit("w0-2", "w0", 1), true, 0)  // first in line
+			_, err = m.release(ctx, permit("b", "", 0))
+			require.NoError(t, err)
+			_, err = m.release(ctx, permit("w0-2", "", 0))
+			require.NoError(t, err)
+			step(permit("w2-3", "w2", 3), true, 0) // rank 1, below the two free
+			step(permit("t", "", 0), false, 0)     // one waits for one free permit
+			step(permit("w1-3", "w1", 2), true, 0)
+			step(permit("t", "", 0), false, 0) // none free
+		})
 	}
 }

@@ -189,3 +189,14 @@ func TestSemaphore_Observed(t *testing.T) {
 	assert.Equal(t, 4, attempts[0].Votes.Quorum, "the permit's quorum, not a majority")
 	assert.GreaterOrEqual(t, attempts[0].Votes.Granted, 4)
 }
+
+// A client's WithQuorum above the permit quorum is kept, and its cost was
+// the client's choice: no WithEveryMaster is asked for.
+func TestSemaphore_ClientQuorumAbove(t *testing.T) {
+	c, err := New(stubs(5), WithQuorum(5))
+	require.NoError(t, err)
+	defer c.Close()
+	s, err := c.Semaphore("k", 2)
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.Quorum())
+}
