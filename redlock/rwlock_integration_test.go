@@ -216,3 +216,30 @@ func TestIntegration_RWLock_ReadersAndWritersNeverOverlap_ThroughFaults(t *testi
 	assert.Positive(t, pauses.Load())
 	assert.Equal(t, int32(1), kills.Load())
 }
+
+// A read hold kept by WithAutoExtend notices its loss, as a lock does:
+// with its members gone from every master (an operator deleted the key),
+// Done closes within its validity and Err is ErrLockLost.
+func TestIntegration_RWLock_ReaderNoticesItsLoss(t *testing.T) {
+	srv := masters(t, 5)
+	rw, err := client(t, srv).RWLock("doc")
+	require.NoError(t, err)
+	start := time.Now()
+	r, err := rw.TryRLock(context.Background(), time.Second, WithAutoExtend())
+	require.NoError(t, err)
+	for _, s := range srv {
+		require.Eventually(t, func() bool {
+			n, err := redis.Int(do(t, s, "EXISTS", stored("doc")), nil)
+			return err == nil && n == 1
+		}, 2*time.Second, time.Millisecond, "%s never held the reader", s.Addr())
+		do(t, s, "DEL", stored("doc"))
+	}
+	select {
+	case <-r.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loss went unnoticed")
+	}
+	require.ErrorIs(t, r.Err(), ErrLockLost)
+	t.Logf("loss noticed %v after the start; the validity ended at %v", time.Since(start), r.Until().Sub(start))
+	assert.True(t, time.Now().Before(r.Until()), "the loss was noticed within the validity")
+}
