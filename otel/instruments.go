@@ -66,6 +66,9 @@ const (
 	SpanExtend  = "redlock.Extend"
 	SpanRelease = "redlock.Release"
 	SpanDo      = "redlock.Do"
+	// An RWLock's read holds; its write holds are SpanLock and SpanTryLock.
+	SpanRLock    = "redlock.RLock"
+	SpanTryRLock = "redlock.TryRLock"
 )
 
 // States returns the values of quorumlock.master.state's state attribute:

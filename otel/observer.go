@@ -148,6 +148,10 @@ func spanName(op redlock.Op) string {
 		return SpanRelease
 	case redlock.OpDo:
 		return SpanDo
+	case redlock.OpRLock:
+		return SpanRLock
+	case redlock.OpTryRLock:
+		return SpanTryRLock
 	}
 	return "redlock." + string(op)
 }
