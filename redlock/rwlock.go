@@ -23,10 +23,11 @@ import (
 // Readers never queue; they wait until no writer holds or waits on a
 // quorum of masters, and a steady stream of writers can keep them out.
 //
-// Fence. Every grant, read or write, counts from the key's fence counter:
-// a writer's fence is above the fence of every hold, read or write, that
-// ended before it was granted, and a reader's above every writer's before
-// it. Readers that hold the key together are not ordered among themselves.
+// Fence. Every grant, read or write, is counted and raised on the masters
+// as a lock's is: a writer's fence is above the fence of every hold, read
+// or write, that ended before it was granted, and a reader's above the
+// fence of every write hold that ended before it was granted. Readers that
+// hold the key together are not ordered among themselves.
 // For a resource that records the highest fence it has seen (package
 // fencing): writers check and record their fence as a lock's holder does;
 // a reader compares its fence with the highest recorded, and one below it
@@ -34,7 +35,8 @@ import (
 //
 // In storage a writer is a plain lock of the key: a Client's Lock on the
 // same key is a writer of this RWLock. A reentrant lock or a semaphore on
-// the same key refuses, and is refused by, both.
+// the same key refuses, and is refused by, both (a semaphore's permit
+// asked while readers hold gets a *PermitsError naming 0 permits).
 type RWLock struct {
 	c   *Client
 	key string

@@ -27,7 +27,8 @@ func TestIntegration_RWLock_ReadersShareAWriterExcludes(t *testing.T) {
 func readersShareAWriterExcludes(t *testing.T, srv []*redistest.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := client(t, srv).RWLock("doc")
+	c := client(t, srv)
+	a, err := c.RWLock("doc")
 	require.NoError(t, err)
 	b, err := client(t, srv).RWLock("doc")
 	require.NoError(t, err)
@@ -38,6 +39,12 @@ func readersShareAWriterExcludes(t *testing.T, srv []*redistest.Server) {
 	require.NoError(t, err, "readers of two clients share the key")
 	_, err = b.TryLock(ctx, 2*time.Second)
 	require.ErrorIs(t, err, ErrNotObtained, "a writer is refused while readers hold")
+	sem, err := c.Semaphore("doc", 2)
+	require.NoError(t, err)
+	_, err = sem.TryAcquire(ctx, 2*time.Second)
+	var pe *PermitsError
+	require.ErrorAs(t, err, &pe, "a semaphore's permit is refused while readers hold")
+	assert.Zero(t, pe.Recorded)
 	require.NoError(t, r1.Release(ctx))
 	require.NoError(t, r2.Release(ctx))
 
