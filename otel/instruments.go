@@ -67,6 +67,9 @@ const (
 	SpanRelease = "redlock.Release"
 	SpanDo      = "redlock.Do"
 	SpanResume  = "redlock.Resume"
+	// An RWLock's read holds; its write holds are SpanLock and SpanTryLock.
+	SpanRLock    = "redlock.RLock"
+	SpanTryRLock = "redlock.TryRLock"
 )
 
 // States returns the values of quorumlock.master.state's state attribute:

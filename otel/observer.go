@@ -150,6 +150,10 @@ func spanName(op redlock.Op) string {
 		return SpanDo
 	case redlock.OpResume:
 		return SpanResume
+	case redlock.OpRLock:
+		return SpanRLock
+	case redlock.OpTryRLock:
+		return SpanTryRLock
 	}
 	return "redlock." + string(op)
 }

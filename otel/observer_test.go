@@ -439,3 +439,27 @@ func TestNew_NilProvider_IsInvalid(t *testing.T) {
 		assert.ErrorIs(t, err, redlock.ErrInvalid)
 	}
 }
+
+// An RWLock's read holds have spans of their own; its write hold is a
+// lock's.
+func TestObserver_RWLockSpans(t *testing.T) {
+	srv := redistest.Start(t, 3, redistest.Ephemeral)
+	r := newRig(t)
+	c := r.client(t, redistest.Addrs(srv), redlock.WithRestartGuard(0))
+	rw, err := c.RWLock("k")
+	require.NoError(t, err)
+	ctx := context.Background()
+	a, err := rw.TryRLock(ctx, 10*time.Second)
+	require.NoError(t, err)
+	b, err := rw.RLock(ctx, 10*time.Second)
+	require.NoError(t, err)
+	_, err = rw.TryLock(ctx, 10*time.Second)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	var names []string
+	for _, s := range r.ended() {
+		names = append(names, s.Name())
+	}
+	assert.Equal(t, []string{otel.SpanTryRLock, otel.SpanRLock, otel.SpanTryLock}, names)
+	require.NoError(t, a.Release(ctx))
+	require.NoError(t, b.Release(ctx))
+}

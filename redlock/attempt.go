@@ -115,6 +115,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	}
 	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls),
 		permits: lo.permits, quorum: lo.quorum}
+	if lo.read {
+		req.read, req.permits = true, scripts.Readers
+	}
 	c.queueAt(&req, at)
 	var after *trail
 	if from != nil {

@@ -143,7 +143,8 @@ func errAnswer(v any) error { return fmt.Errorf("unexpected answer %+v", v) }
 // released with its announcement heard; a reentrant lock taken twice,
 // extended and released hold by hold; an attempt rolled back and not
 // landing after; an extension of a free key; a semaphore's permit taken,
-// extended, fenced and given back.
+// extended, fenced and given back; an RWLock's read hold taken and given
+// back.
 func (cy *cycle) lock(ctx context.Context) {
 	s, n, key := cy.m.scripts, cy.m.names, cy.p.key
 	const ttl = 10 * time.Second // deleted at the end; expires if not
@@ -204,6 +205,19 @@ func (cy *cycle) lock(ctx context.Context) {
 			}
 			return nil
 		}}
+	}
+	// giveBack gives t6's permit or read hold back: the permit scripts
+	// release both.
+	giveBack := func(ctx context.Context) error {
+		rel := scripts.Release{Key: key, Token: t6, Sharded: sharded}
+		got, err := decodeReleased(cy.run(ctx, rel.PermitCall(s, n)))
+		switch {
+		case err != nil:
+			return err
+		case got != scripts.Freed && got != scripts.FreedUnannounced:
+			return errAnswer(got)
+		}
+		return nil
 	}
 	steps := []cycleStep{
 		grant("acquire", scripts.Acquire{Key: key, Token: t1, TTL: ttl, Keep: keep}, true),
@@ -283,17 +297,18 @@ func (cy *cycle) lock(ctx context.Context) {
 			}
 			return nil
 		}},
-		{"permit's release", func(ctx context.Context) error {
-			rel := scripts.Release{Key: key, Token: t6, Sharded: sharded}
-			got, err := decodeReleased(cy.run(ctx, rel.PermitCall(s, n)))
+		{"permit's release", giveBack},
+		{"read hold", func(ctx context.Context) error {
+			g, err := decodeGrant(cy.run(ctx, scripts.Read{Key: key, Token: t6, TTL: ttl}.Call(s, n)))
 			switch {
 			case err != nil:
 				return err
-			case got != scripts.Freed && got != scripts.FreedUnannounced:
-				return errAnswer(got)
+			case !g.OK:
+				return errAnswer(g)
 			}
 			return nil
 		}},
+		{"read hold's release", giveBack},
 	}
 	for _, st := range steps {
 		if st.name == "reentrant acquire" {

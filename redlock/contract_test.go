@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ type step struct {
 	fence               string // fence: "<label>+<n>", a counter seen earlier plus n
 	propose             string // acquire: "<label>+<n>", the attempt's proposal for a new count
 	permits             int    // a semaphore's permit of K permits (the permit scripts); 0 for a lock
+	read                bool   // a read hold of an RWLock (read.lua, then the permit scripts)
 
 	// What must come back.
 	ok       bool             // acquire: granted; fence: raised; inspect: the token (with owner) holds the key
@@ -249,7 +251,7 @@ func TestContract_Scripts(t *testing.T) {
 			return &c
 		}
 	}
-	for i, tc := range append(contract, permitContract...) {
+	for i, tc := range slices.Concat(contract, permitContract, rwContract) {
 		backends := []struct {
 			name string
 			node func() node
@@ -300,6 +302,9 @@ func runContract(t *testing.T, n node, steps []step) {
 			rollback: s.rollback, tombstone: s.tombstone, permits: s.permits}
 		if req.ttl == 0 {
 			req.ttl = 10 * time.Second
+		}
+		if s.read {
+			req.read, req.permits = true, scripts.Readers
 		}
 		if s.propose != "" {
 			req.propose = offset(t, counters, s.propose)

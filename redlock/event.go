@@ -37,6 +37,10 @@ const (
 	OpRelease Op = "release"
 	OpDo      Op = "do"
 	OpResume  Op = "resume"
+	// A read hold of an RWLock: RLock and TryRLock. Its writer's calls are
+	// OpLock and OpTryLock.
+	OpRLock    Op = "rlock"
+	OpTryRLock Op = "tryrlock"
 )
 
 // Kind says what an Event reports.

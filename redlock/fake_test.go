@@ -261,6 +261,9 @@ func (f *fakeNode) acquire(ctx context.Context, r request) (scripts.Grant, error
 func (f *fakeNode) apply(r request) scripts.Grant {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.read {
+		return f.applyRead(r)
+	}
 	if r.permits > 0 {
 		return f.applyPermit(r)
 	}

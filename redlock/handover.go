@@ -21,8 +21,9 @@ import "context"
 // or lost a request, holds up only itself, never the hand-over on the
 // others.
 //
-// A permit is never handed over: its scripts take no key over from a
-// token, and a waiter may take another free permit meanwhile.
+// A permit or a read hold is never handed over, nor handed to: their
+// scripts take no key over from a token, and a waiter may take another
+// free permit, or share the key with other readers, meanwhile.
 func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
 	if l.req.owner != "" || l.req.permits > 0 || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		return notHandedOver
@@ -160,7 +161,7 @@ func (h *hub) claim(key string) *waiter {
 		return nil
 	}
 	w := q.waiters[0]
-	if w.busy || w.claimed || w.lo.owner != "" || w.lo.permits > 0 {
+	if w.busy || w.claimed || w.lo.owner != "" || w.lo.permits > 0 || w.lo.read {
 		return nil
 	}
 	if q.streak >= maxHandovers {

@@ -33,6 +33,10 @@ type request struct {
 	// a permit runs the permit scripts, and needs quorum masters, not the
 	// client's quorum (see need).
 	permits, quorum int
+	// read is a read hold of an RWLock: read.lua takes it, and the permit
+	// scripts, whose layout it shares, extend, release and fence it, with
+	// permits scripts.Readers.
+	read bool
 }
 
 // need is the number of masters an operation needs: quorum, a permit's,
@@ -192,6 +196,9 @@ func decodeGrant(v any, err error) (scripts.Grant, error) {
 
 func (m *master) acquireCall(r request) driver.Call {
 	build := func() driver.Call {
+		if r.read {
+			return scripts.Read{Key: r.key, Token: r.token, TTL: r.ttl, Propose: r.propose}.Call(m.scripts, m.names)
+		}
 		if r.permits > 0 {
 			p := scripts.Permit{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits, Propose: r.propose,
 				Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}

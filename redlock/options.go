@@ -278,9 +278,25 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
+	// read, write: a hold of an RWLock (see readHold), which is never
+	// reentrant; set by its methods only.
+	read, write bool
 	// permits and quorum are a Semaphore's (see request): never set by a
 	// LockOption.
 	permits, quorum int
+}
+
+// readHold makes the call a read hold of an RWLock, writeHold its write
+// hold: a plain lock, but for the options it takes.
+func readHold() LockOption  { return lockOptionFunc(func(o *lockOptions) { o.read = true }) }
+func writeHold() LockOption { return lockOptionFunc(func(o *lockOptions) { o.write = true }) }
+
+// op names the call: write for a lock or a writer, read for a reader.
+func (o lockOptions) op(write, read Op) Op {
+	if o.read {
+		return read
+	}
+	return write
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds
@@ -319,6 +335,9 @@ func applyLockOptions(opts []LockOption) (lockOptions, error) {
 	}
 	if lo.ownerSet && lo.owner == "" {
 		return lo, invalid("empty owner")
+	}
+	if lo.ownerSet && (lo.read || lo.write) {
+		return lo, invalid("WithOwner: an RWLock's holds are not reentrant")
 	}
 	return lo, nil
 }

@@ -27,7 +27,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 		return nil, err
 	}
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, OpTryLock, key)
+	ctx, obs := c.begin(ctx, lo.op(OpTryLock, OpTryRLock), key)
 	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)
@@ -69,15 +69,17 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, OpLock, key)
+	ctx, obs := c.begin(ctx, lo.op(OpLock, OpRLock), key)
 	defer obs.end(&err)
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.
 	// An owner may already hold the key, so it always tries at once.
 	start := c.o.clock.Now()
-	at, err := c.newPlace()
-	if err != nil {
-		return nil, err
+	var at *place // a reader holds none: it never queues (see read.lua)
+	if !lo.read {
+		if at, err = c.newPlace(); err != nil {
+			return nil, err
+		}
 	}
 	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
@@ -101,7 +103,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 	}
 	w := c.hub.join(key, ttl, lo, at)
-	if at.sent.Load() && !w.first() {
+	if at != nil && at.sent.Load() && !w.first() {
 		// Another goroutine of this client joined the line first: only the
 		// first in line keeps a place on the masters, where a place ahead
 		// of the first's would hold it up. This one takes its place out,
@@ -118,7 +120,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}
 	var got *Lock
 	defer func() {
-		w.leave(got != nil)
+		// Readers share the key: the next of this client's line tries at
+		// once after a reader got it.
+		w.leave(got != nil && !lo.read)
 		c.leave(key, at, got)
 	}()
 	// The minority rule (see place): a waiter renews its place only while
@@ -200,7 +204,9 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 				return handed, nil
 			}
 		}
-		at.idle.Store(!renew)
+		if at != nil {
+			at.idle.Store(!renew)
+		}
 		a = c.attempt(ctx, key, ttl, lo, nil, at)
 		c.observeAttempt(ctx, key, obs.next(), a)
 		w.end()
@@ -237,18 +243,28 @@ func (c *Client) startLockCall(ctx context.Context, key string, ttl time.Duratio
 	return ttl, lo, nil
 }
 
+// checkKey validates the context, client and key every lock call takes.
+func (c *Client) checkKey(ctx context.Context, key string) error {
+	switch {
+	case ctx == nil:
+		return invalid("nil context")
+	case c == nil:
+		return invalid("nil client")
+	case key == "":
+		return invalid("empty key")
+	case strings.HasPrefix(key, scripts.ReservedPrefix):
+		return invalid("key %q uses the reserved prefix %q", key, scripts.ReservedPrefix)
+	}
+	return nil
+}
+
 // checkKeyTTL validates what every lock call takes, and returns the TTL as Redis
 // will keep it: whole milliseconds.
 func (c *Client) checkKeyTTL(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
+	if err := c.checkKey(ctx, key); err != nil {
+		return 0, err
+	}
 	switch {
-	case ctx == nil:
-		return 0, invalid("nil context")
-	case c == nil:
-		return 0, invalid("nil client")
-	case key == "":
-		return 0, invalid("empty key")
-	case strings.HasPrefix(key, scripts.ReservedPrefix):
-		return 0, invalid("key %q uses the reserved prefix %q", key, scripts.ReservedPrefix)
 	case ttl <= 0:
 		return 0, invalid("ttl %v is not positive", ttl)
 	case ttl > MaxTTL:

@@ -221,7 +221,22 @@ local function lib()
     return math.max(epoch, clockSeed())
   end
 
+  -- countGrant counts a new grant of a key that keeps no fence record of
+  -- its own, as acquire.lua counts a plain lock's: one above the floor (at
+  -- least the epoch: see fenceEpoch), or the proposal where larger, capped
+  -- at the clock seed; the floor follows. s and f are the stamp and the
+  -- floor as read. It returns the count.
+  local function countGrant(stamp, floor, knownID, s, f, propose)
+    local epoch
+    epoch, f = fenceEpoch(stamp, floor, knownID, s, f)
+    local c = counter(nil, f, epoch) + 1
+    local p = tonumber(propose)
+    if p and p > c then c = math.max(c, math.min(p, clockSeed())) end
+    raiseFloor(floor, c, f)
+    return c
+  end
+
   return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter, plainRecord = plainRecord,
     fenceEpoch = fenceEpoch, counter = counter, queueHead = queueHead, enqueue = enqueue,
-    announce = announce, clock = clock}
+    announce = announce, clock = clock, countGrant = countGrant}
 end

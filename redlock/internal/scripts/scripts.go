@@ -22,6 +22,9 @@ type Set struct {
 	Acquire, Extend, Release, Fence, Inspect, Leave *driver.Script
 	// A semaphore's permits (see permits.lua).
 	Permit, PermitExtend, PermitRelease, PermitFence *driver.Script
+	// A read hold of an RWLock (see read.lua); the permit scripts extend,
+	// release and fence it.
+	Read *driver.Script
 
 	// rendered remembers durations as the scripts take them: a client
 	// mostly asks for the same few TTLs, and each would cost an allocation
@@ -68,9 +71,11 @@ func New() *Set {
 		PermitExtend:  mkPermit("permitextend"),
 		PermitRelease: mkPermit("permitrelease"),
 		PermitFence:   mkPermit("permitfence"),
+		Read:          mkPermit("read"),
 	}
 	s.Acquire.TakesHint = true
 	s.Permit.TakesHint = true
+	s.Read.TakesHint = true
 	return s
 }
 
