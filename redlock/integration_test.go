@@ -664,9 +664,11 @@ func TestIntegration_ReleaseThenCancel_LeavesNothing(t *testing.T) {
 	}
 }
 
-// Each master's fence floor is a whole number at least every fence it
-// granted: fences are clock-seeded numbers near 2^50, and the next grant of
-// any key there counts above the floor. A plain lock keeps no fence record.
+// The masters' fence floors are whole numbers, and a quorum of them is at
+// least the last fence: fences are clock-seeded numbers near 2^50, and the
+// next grant of any key counts above the floor on a quorum that meets that
+// one. (A master outside the quorum, whose grant came late or counted
+// lower, need not be.) A plain lock's fence record names its token.
 func TestIntegration_FenceFloorCoversEveryFence(t *testing.T) {
 	srv := masters(t, 3)
 	c := client(t, srv)
@@ -680,15 +682,20 @@ func TestIntegration_FenceFloorCoversEveryFence(t *testing.T) {
 		last = l.Fence()
 		require.NoError(t, l.Release(ctx))
 	}
-	for _, s := range srv {
-		for k := range 4 {
-			key := "f" + strconv.Itoa(k)
+	// The last grants and deletes in flight land before the floors are read.
+	require.NoError(t, c.Close())
+	for k := range 4 {
+		key := "f" + strconv.Itoa(k)
+		covered := 0
+		for _, s := range srv {
 			floor, err := redis.String(do(t, s, "GET", suiteNames().Floor(key)), nil)
 			require.NoError(t, err)
 			f, err := strconv.ParseInt(floor, 10, 64)
 			require.NoError(t, err, "the floor %q is a whole number", floor)
-			assert.GreaterOrEqual(t, f, last, "%s: the floor of %s's slot is below the last fence", s.Addr(), key)
 			assert.Greater(t, f, int64(1)<<40, "floors start from the clock")
+			if f >= last {
+				covered++
+			}
 			// A plain lock's record names its token, and lives no longer than
 			// the lock's TTL.
 			if rec, err := redis.String(do(t, s, "GET", suiteNames().Fence(key)), nil); err == nil {
@@ -698,6 +705,7 @@ func TestIntegration_FenceFloorCoversEveryFence(t *testing.T) {
 				assert.True(t, pttl > 0 && pttl <= time.Second.Milliseconds(), "%s: the record of %s expires within the lock's TTL: PTTL %d ms", s.Addr(), key, pttl)
 			}
 		}
+		assert.GreaterOrEqual(t, covered, c.Quorum(), "masters whose floor of %s's slot is at least the last fence", key)
 	}
 }
 
