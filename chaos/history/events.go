@@ -34,6 +34,9 @@ type Hold struct {
 	Key    string
 	Token  string
 	Fence  int64
+	// Shared is set for a hold others may hold the key beside: a
+	// semaphore's permit, or an RWLock's read hold.
+	Shared bool
 	// Acquired is when the acquisition returned the lock.
 	Acquired time.Duration
 	// Until is the end of the validity window the library reported. Do

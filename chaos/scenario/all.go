@@ -9,5 +9,6 @@ func All() []*Scenario {
 	out = append(out, clientPauseUnguarded())
 	out = append(out, clusterFailovers()...)
 	out = append(out, queuedWaiters(), queuedWaitersLongLease())
-	return append(out, semaphores()...)
+	out = append(out, semaphores()...)
+	return append(out, readersWriters()...)
 }

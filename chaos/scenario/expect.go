@@ -81,11 +81,25 @@ func bounded(r *Result) []string {
 		len(r.C6), r.Scenario.Permits, e.At.Round(time.Millisecond), holders(e.Holds))}
 }
 
+// readersWriter wants C7 clean: never a writer beside another holder.
+func readersWriter(r *Result) []string {
+	if len(r.C7) == 0 {
+		return nil
+	}
+	v := r.C7[0]
+	return []string{fmt.Sprintf("C7: %d pairs of holds with a writer overlap, first: %s and %s overlap by %v",
+		len(r.C7), holders([]history.Hold{v.First}), holders([]history.Hold{v.Second}), v.Overlap.Round(time.Microsecond))}
+}
+
 // holders names the clients and fences of holds.
 func holders(hs []history.Hold) string {
 	parts := make([]string, len(hs))
 	for i, h := range hs {
-		parts[i] = fmt.Sprintf("client %d (fence %d)", h.Client, h.Fence)
+		kind := "exclusive"
+		if h.Shared {
+			kind = "shared"
+		}
+		parts[i] = fmt.Sprintf("client %d (%s, fence %d)", h.Client, kind, h.Fence)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -402,3 +402,49 @@ func TestExpectations_Semaphore(t *testing.T) {
 		})
 	}
 }
+
+func TestExpectations_ReadersWriter(t *testing.T) {
+	ss := readersWriters()
+	on, control := ss[0], ss[1]
+	beside := []check.Violation{{First: history.Hold{ID: 0, Shared: true}, Second: history.Hold{ID: 1, Client: 1}, Overlap: time.Millisecond}}
+	result := func(s *Scenario) *Result {
+		r := semaphoreResult(s)
+		for i := range r.Record.Holds {
+			r.Record.Holds[i].Shared = i%4 != 0
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		s      *Scenario
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", on, func(r *Result) {}, false},
+		{"a writer beside a reader", on, func(r *Result) { r.C7 = beside }, true},
+		{"no writes", on, func(r *Result) {
+			for i := range r.Record.Holds {
+				r.Record.Holds[i].Shared = true
+			}
+		}, true},
+		{"no hold while paused", on, func(r *Result) {
+			r.Record.Holds = slices.DeleteFunc(r.Record.Holds, func(h history.Hold) bool {
+				return h.Acquired >= time.Second && h.Acquired < 2*time.Second
+			})
+		}, true},
+		{"no hold after heal", on, func(r *Result) { r.Live.OK = false }, true},
+		{"control fired", control, func(r *Result) { r.C7 = beside }, false},
+		{"control silent", control, func(r *Result) {}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := result(tt.s)
+			tt.mutate(r)
+			if got := tt.s.Expect(r); tt.fails {
+				assert.NotEmpty(t, got)
+			} else {
+				assert.Empty(t, got)
+			}
+		})
+	}
+}

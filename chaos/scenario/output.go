@@ -107,6 +107,9 @@ func progressEnd(w io.Writer, r *Result) {
 	if r.Scenario.Permits > 0 {
 		fmt.Fprintf(w, "    C6: %d acquisitions beyond %d permits (C1 to C3 do not apply)\n", len(r.C6), r.Scenario.Permits)
 	}
+	if r.Scenario.ReadWrite {
+		fmt.Fprintf(w, "    C7: %d pairs of holds with a writer overlap (C1 to C3 do not apply)\n", len(r.C7))
+	}
 	if r.Scenario.Mode == workload.LockMode {
 		if n, median, longest := lockWaits(r.Record.Attempts); n > 0 {
 			fmt.Fprintf(w, "    Lock waits: %d granted, median %s, longest %s\n", n, shortDuration(median), shortDuration(longest))

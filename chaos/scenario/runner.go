@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
@@ -65,7 +66,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		}
 		tb.Cleanup(func() { clients[i].Close() })
 	}
-	acquire, err := s.permits(clients, keys)
+	acquire, err := s.holds(clients, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
 		HoldFor: s.HoldFor, Step: doStep, LateWrite: s.LateWrite, Stagger: s.Stagger,
 		FenceOf: fenceReader(masters, keys[0], clients[0].Quorum()),
-		Permits: s.Permits, Acquire: acquire,
+		Acquire: acquire,
 	})
 	if err != nil {
 		return nil, err
@@ -149,9 +150,12 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 		h.Notef("%s", w5Summary(w))
 	}
 	r.Record = h.Snapshot()
-	if s.Permits > 0 {
+	switch {
+	case s.Permits > 0:
 		r.C6 = check.Capacity(r.Record.Holds, s.Permits)
-	} else {
+	case s.ReadWrite:
+		r.C7 = check.Writers(r.Record.Holds)
+	default:
 		r.C1 = check.Exclusion(r.Record.Holds)
 	}
 	r.C2 = check.Lost(r.Record.Acked, set.All())
@@ -235,15 +239,33 @@ func (s *Scenario) addrsOf(c cluster.Cluster, i int) []string {
 	return addrs
 }
 
-// permits returns, for a semaphore scenario, the function that takes a
-// permit of a key for a client: each client's semaphore of Permits on the
-// key. It returns nil otherwise.
-func (s *Scenario) permits(clients []*redlock.Client, keys []string) (func(context.Context, int, string) (*redlock.Lock, error), error) {
-	if s.Permits == 0 {
+// holds returns, for a semaphore or a readers-writer scenario, the
+// function that takes a hold of the key for a client in place of Lock:
+// each client's semaphore of Permits on the key, or its RWLock, whose
+// holds are reads three times in four. It returns nil otherwise.
+func (s *Scenario) holds(clients []*redlock.Client, keys []string) (func(context.Context, int, string, *rand.Rand) (*redlock.Lock, bool, error), error) {
+	if s.Permits == 0 && !s.ReadWrite {
 		return nil, nil
 	}
 	if len(keys) != 1 {
-		return nil, errors.New("scenario: a semaphore scenario has one key")
+		return nil, errors.New("scenario: a semaphore or readers-writer scenario has one key")
+	}
+	if s.ReadWrite {
+		rws := make([]*redlock.RWLock, len(clients))
+		for i, c := range clients {
+			var err error
+			if rws[i], err = c.RWLock(keys[0]); err != nil {
+				return nil, fmt.Errorf("readers-writer lock of client %d: %w", i, err)
+			}
+		}
+		return func(ctx context.Context, i int, _ string, rng *rand.Rand) (*redlock.Lock, bool, error) {
+			if rng == nil || rng.IntN(4) == 0 {
+				l, err := rws[i].Lock(ctx, s.TTL)
+				return l, false, err
+			}
+			l, err := rws[i].RLock(ctx, s.TTL)
+			return l, true, err
+		}, nil
 	}
 	sems := make([]*redlock.Semaphore, len(clients))
 	for i, c := range clients {
@@ -252,8 +274,9 @@ func (s *Scenario) permits(clients []*redlock.Client, keys []string) (func(conte
 			return nil, fmt.Errorf("semaphore of client %d: %w", i, err)
 		}
 	}
-	return func(ctx context.Context, i int, _ string) (*redlock.Lock, error) {
-		return sems[i].Acquire(ctx, s.TTL)
+	return func(ctx context.Context, i int, _ string, _ *rand.Rand) (*redlock.Lock, bool, error) {
+		l, err := sems[i].Acquire(ctx, s.TTL)
+		return l, true, err
 	}, nil
 }
 
@@ -320,10 +343,12 @@ func residueAndLiveness(ctx context.Context, e *Env, s *Scenario) (check.Residue
 	defer cancel()
 	start := time.Now()
 	var l *redlock.Lock
-	if s.Permits > 0 {
-		var acquire func(context.Context, int, string) (*redlock.Lock, error)
-		if acquire, err = s.permits([]*redlock.Client{c}, s.keys()); err == nil {
-			l, err = acquire(lctx, 0, s.keys()[0])
+	if s.Permits > 0 || s.ReadWrite {
+		// A permit, or a write hold (drawn with no rng), which only a free
+		// key grants.
+		var acquire func(context.Context, int, string, *rand.Rand) (*redlock.Lock, bool, error)
+		if acquire, err = s.holds([]*redlock.Client{c}, s.keys()); err == nil {
+			l, _, err = acquire(lctx, 0, s.keys()[0], nil)
 		}
 	} else {
 		l, err = c.Lock(lctx, s.keys()[0], s.TTL)

@@ -81,6 +81,10 @@ type Scenario struct {
 	// Checker C6 judges the run instead of C1, and C2 and C3, whose single
 	// holder does not apply, are not judged.
 	Permits int
+	// ReadWrite makes the key an RWLock's, whose holds the clients take
+	// (Mode is LockMode), three reads to one write. Checker C7 judges the
+	// run instead of C1, and C2 and C3 are not judged.
+	ReadWrite bool
 	// Masters, when set, lists the masters each client is given, by index:
 	// a control gives clients sets that disagree. nil gives every client
 	// all of them.
@@ -210,6 +214,9 @@ type Result struct {
 	C1 []check.Violation
 	// C6 is checker C6's verdict, for semaphores (Scenario.Permits).
 	C6 []check.Excess
+	// C7 is checker C7's verdict, for readers-writer locks
+	// (Scenario.ReadWrite).
+	C7 []check.Violation
 	C2 check.LostWrites
 	C3 check.Fencing
 	C4 check.Residue

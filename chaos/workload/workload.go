@@ -91,13 +91,12 @@ type Config struct {
 	// CatchBound is the longest a caught holder stays frozen, so that a
 	// scenario that forgets to resume it cannot hang the run.
 	CatchBound time.Duration
-	// Permits, when above 0, makes the key a semaphore's: up to Permits
-	// clients hold it at once, each taking a permit with Acquire (LockMode)
-	// and holding it for a random pause, with no writes to the shared set
-	// or the fenced store, whose single-holder checks do not apply.
-	Permits int
-	// Acquire takes a permit of key for client i (with Permits).
-	Acquire func(ctx context.Context, i int, key string) (*redlock.Lock, error)
+	// Acquire, when set, takes key for client i in place of Lock
+	// (LockMode): a semaphore's permit, or an RWLock's read or write hold,
+	// drawn with rng. shared says whether others may hold the key beside
+	// it. Such a hold only keeps the key for a random pause, with no writes
+	// to the shared set or the fenced store, whose checks assume one holder.
+	Acquire func(ctx context.Context, i int, key string, rng *rand.Rand) (l *redlock.Lock, shared bool, err error)
 }
 
 func (c Config) validate() error {
@@ -118,8 +117,8 @@ func (c Config) validate() error {
 		return errors.New("workload: Workers must not be negative")
 	case c.Mode != TryLockMode && c.Wait <= 0:
 		return fmt.Errorf("workload: %v needs a positive Wait", c.Mode)
-	case c.Permits < 0 || (c.Permits > 0 && (c.Mode != LockMode || c.Acquire == nil)):
-		return errors.New("workload: permits are taken in LockMode, with Acquire")
+	case c.Acquire != nil && c.Mode != LockMode:
+		return errors.New("workload: Acquire takes holds in LockMode")
 	case c.Mode == DoMode && (c.HoldFor <= 0 || c.Step <= 0 || c.FenceOf == nil):
 		return errors.New("workload: Do needs a positive HoldFor and Step, and FenceOf")
 	case c.Mode != LockMode && c.Workers > 1:
@@ -212,10 +211,11 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	var l *redlock.Lock
 	var err error
 	var token string
+	var shared bool
 	if w.cfg.Mode == LockMode {
 		lctx, cancel := context.WithTimeout(ctx, w.cfg.Wait)
-		if w.cfg.Permits > 0 {
-			l, err = w.cfg.Acquire(lctx, i, key)
+		if w.cfg.Acquire != nil {
+			l, shared, err = w.cfg.Acquire(lctx, i, key, rng)
 		} else {
 			l, err = w.cfg.Clients[i].Lock(lctx, key, w.cfg.TTL)
 		}
@@ -234,7 +234,7 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	}
 	hold := history.Hold{
 		Client: i, Worker: k, Key: key, Token: l.Token(), Fence: l.Fence(),
-		Acquired: end, Until: h.At(l.Until()),
+		Shared: shared, Acquired: end, Until: h.At(l.Until()),
 	}
 	hold.ID = h.Acquire(hold)
 	w.critical(ctx, i, rng, l, hold)
@@ -252,8 +252,8 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 
-	if w.cfg.Permits > 0 {
-		// Holders share the key: the critical section only holds it.
+	if w.cfg.Acquire != nil {
+		// Holders may share the key: the critical section only holds it.
 		time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
 		w.release(after, l, hold)
 		return
