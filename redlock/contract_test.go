@@ -31,6 +31,7 @@ type step struct {
 	fence               string // fence: "<label>+<n>", a counter seen earlier plus n
 	propose             string // acquire: "<label>+<n>", the attempt's proposal for a new count
 	permits             int    // a semaphore's permit of K permits (the permit scripts); 0 for a lock
+	keys                string // a set of keys taken together (the set's scripts), comma-separated; "" for a lock
 
 	// What must come back.
 	ok       bool             // acquire: granted; fence: raised
@@ -218,7 +219,7 @@ func TestContract_Scripts(t *testing.T) {
 			return &c
 		}
 	}
-	for i, tc := range append(contract, permitContract...) {
+	for i, tc := range append(append(contract, permitContract...), allContract...) {
 		backends := []struct {
 			name string
 			node func() node
@@ -270,6 +271,10 @@ func runContract(t *testing.T, n node, steps []step) {
 		if req.ttl == 0 {
 			req.ttl = 10 * time.Second
 		}
+		if s.keys != "" {
+			req.set = &keySet{keys: strings.Split(s.keys, ",")}
+			req.key = req.set.keys[0]
+		}
 		if s.propose != "" {
 			req.propose = offset(t, counters, s.propose)
 		}
@@ -308,7 +313,7 @@ func runContract(t *testing.T, n node, steps []step) {
 		case "wait":
 			time.Sleep(3 * time.Millisecond)
 		case "inspect":
-			st, err := n.inspect(ctx, "k")
+			st, err := n.inspect(ctx, cmp.Or(s.key, "k"))
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
 			if s.pttl == "long" {

@@ -33,7 +33,14 @@ type request struct {
 	// a permit runs the permit scripts, and needs quorum masters, not the
 	// client's quorum (see need).
 	permits, quorum int
+	// set is the keys of a hold of several keys at once (see LockAll), key
+	// its first; nil for one key. Such a hold runs the set's scripts.
+	set *keySet
 }
+
+// keySet is the keys of a hold of several keys at once, in the caller's
+// order (see LockAll).
+type keySet struct{ keys []string }
 
 // need is the number of masters r's operation needs: a permit's quorum, or
 // the client's.
@@ -190,6 +197,9 @@ func decodeGrant(v any, err error) (scripts.Grant, error) {
 
 func (m *master) acquireCall(r request) driver.Call {
 	build := func() driver.Call {
+		if r.set != nil {
+			return scripts.AcquireAll{Keys: r.set.keys, Token: r.token, TTL: r.ttl, Propose: r.propose}.Call(m.scripts, m.names)
+		}
 		if r.permits > 0 {
 			p := scripts.Permit{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits, Propose: r.propose,
 				Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
@@ -209,6 +219,9 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 	call := scripts.Extend{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner}.Call(m.scripts, m.names)
 	if r.permits > 0 {
 		call = scripts.PermitExtend{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits}.Call(m.scripts, m.names)
+	}
+	if r.set != nil {
+		call = scripts.ExtendAll{Keys: r.set.keys, Token: r.token, TTL: r.ttl}.Call(m.scripts, m.names)
 	}
 	v, err := m.eval(ctx, call)
 	if err != nil {
@@ -239,6 +252,11 @@ func decodeReleased(v any, err error) (scripts.Released, error) {
 func (m *master) releaseCall(r request) driver.Call {
 	sharded := m.drv.Sharded()
 	build := func() driver.Call {
+		if r.set != nil {
+			rel := scripts.ReleaseAll{Keys: r.set.keys, Token: r.token, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
+				Sharded: sharded, Fence: r.fence}
+			return rel.Call(m.scripts, m.names)
+		}
 		if r.permits > 0 {
 			p := scripts.PermitRelease{Key: r.key, Token: r.token, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
 				Sharded: sharded, Fence: r.fence, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
@@ -267,6 +285,9 @@ func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, 
 	call := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}.Call(m.scripts, m.names)
 	if r.permits > 0 {
 		call = scripts.PermitFence{Key: r.key, Token: r.token, Fence: fence}.Call(m.scripts, m.names)
+	}
+	if r.set != nil {
+		call = scripts.FenceAll{Keys: r.set.keys, Token: r.token, Fence: fence}.Call(m.scripts, m.names)
 	}
 	v, err := m.eval(ctx, call)
 	if err != nil {

@@ -22,6 +22,8 @@ type Set struct {
 	Acquire, Extend, Release, Fence, Inspect, Leave *driver.Script
 	// A semaphore's permits (see permits.lua).
 	Permit, PermitExtend, PermitRelease, PermitFence *driver.Script
+	// A set of keys taken together (see acquireall.lua).
+	AcquireAll, ExtendAll, ReleaseAll, FenceAll *driver.Script
 
 	// rendered remembers durations as the scripts take them: a client
 	// mostly asks for the same few TTLs, and each would cost an allocation
@@ -68,9 +70,14 @@ func New() *Set {
 		PermitExtend:  mkPermit("permitextend"),
 		PermitRelease: mkPermit("permitrelease"),
 		PermitFence:   mkPermit("permitfence"),
+		AcquireAll:    mk("acquireall"),
+		ExtendAll:     mk("extendall"),
+		ReleaseAll:    mk("releaseall"),
+		FenceAll:      mk("fenceall"),
 	}
 	s.Acquire.TakesHint = true
 	s.Permit.TakesHint = true
+	s.AcquireAll.TakesHint = true
 	return s
 }
 
