@@ -113,7 +113,8 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if err != nil {
 		return outcome{err: err}
 	}
-	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls)}
+	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls),
+		set: lo.set}
 	c.queueAt(&req, at)
 	var after *trail
 	if from != nil {

@@ -33,9 +33,13 @@ type Op string
 const (
 	OpLock    Op = "lock"
 	OpTryLock Op = "trylock"
-	OpExtend  Op = "extend"
-	OpRelease Op = "release"
-	OpDo      Op = "do"
+	// OpLockAll and OpTryLockAll are LockAll and TryLockAll, whose key is
+	// the set's first.
+	OpLockAll    Op = "lockall"
+	OpTryLockAll Op = "trylockall"
+	OpExtend     Op = "extend"
+	OpRelease    Op = "release"
+	OpDo         Op = "do"
 )
 
 // Kind says what an Event reports.

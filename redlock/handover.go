@@ -21,7 +21,7 @@ import "context"
 // or lost a request, holds up only itself, never the hand-over on the
 // others.
 func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
-	if l.req.owner != "" || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
+	if l.req.owner != "" || l.req.set != nil || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		return notHandedOver
 	}
 	c := l.c

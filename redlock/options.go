@@ -275,6 +275,7 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
+	set        *keySet // LockAll's keys; nil for one key
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds
