@@ -1,0 +1,125 @@
+package redlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
+)
+
+// TestIntegration_LockAll_OverlappingOrders_NeverOverlapNorDeadlock takes
+// sets of keys that overlap, in different orders ({a, b} against {b, a},
+// ...), from six goroutines on three clients, while a minority of the
+// masters is paused (SIGSTOP) now and then and one is killed (kill -9) and
+// restarted from its log. No key ever has two holders at once (checked in
+// process), each key's fence grows from holder to holder, and every LockAll
+// gets its set within a bound: nobody waits on anybody for ever.
+func TestIntegration_LockAll_OverlappingOrders_NeverOverlapNorDeadlock(t *testing.T) {
+	srv := mastersWith(t, 5, redistest.FsyncAlways)
+	// The restart guard is on: a master restarted from its log keeps its
+	// keys and is trusted; one restarted empty would not be.
+	opts := []Option{WithRestartGuard(time.Minute), WithNodeTimeout(20 * time.Millisecond), WithLogger(quiet())}
+	clients := make([]*Client, 3)
+	for i := range clients {
+		c, err := NewFromAddrs(urls(srv), suite(opts...)()...)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	sets := [][]string{{"a", "b"}, {"b", "a"}, {"b", "c"}, {"c", "a"}, {"a", "b", "c"}, {"c", "b"}}
+	var inside [3]atomic.Int32 // holders of a, b, c right now
+	var fences [3]atomic.Int64 // the last fence of each
+	index := map[string]int{"a": 0, "b": 1, "c": 2}
+
+	stop := make(chan struct{})
+	chaosDone := make(chan struct{})
+	var paused, restarted atomic.Int32
+	go func() { // at most two masters down at any moment
+		defer close(chaosDone)
+		rng := rand.New(rand.NewPCG(3, 5))
+		for round := 0; round < 1000; round++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(30+rng.IntN(30)) * time.Millisecond):
+			}
+			down := rng.Perm(5)[:1+rng.IntN(2)]
+			if round == 5 {
+				s := srv[down[0]]
+				if s.Kill() == nil && s.Restart(redistest.FsyncAlways) == nil {
+					restarted.Add(1)
+				}
+				continue
+			}
+			for _, i := range down {
+				srv[i].Pause()
+			}
+			paused.Add(1)
+			time.Sleep(time.Duration(10+rng.IntN(40)) * time.Millisecond)
+			for _, i := range down {
+				srv[i].Resume()
+			}
+		}
+	}()
+
+	const rounds = 80
+	var total atomic.Int32
+	var longest atomic.Int64 // the longest wait of a LockAll
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			c := clients[w%len(clients)]
+			for r := range rounds {
+				keys := sets[(w+r)%len(sets)]
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				start := time.Now()
+				l, err := c.LockAll(ctx, keys, 2*time.Second)
+				cancel()
+				if !assert.NoError(t, err, "worker %d round %d: %v not taken within the bound", w, r, keys) {
+					return
+				}
+				for took := time.Since(start); ; {
+					if old := longest.Load(); int64(took) <= old || longest.CompareAndSwap(old, int64(took)) {
+						break
+					}
+				}
+				for _, k := range keys {
+					i := index[k]
+					assert.Equal(t, int32(1), inside[i].Add(1), "key %s has two holders", k)
+					assert.Greater(t, l.FenceOf(k), fences[i].Load(), "key %s: the fence went backwards or repeated", k)
+					fences[i].Store(l.FenceOf(k))
+				}
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+				for _, k := range keys {
+					inside[index[k]].Add(-1)
+				}
+				total.Add(1)
+				l.Release(context.Background()) // may report a master just killed; exclusion is what is checked
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-chaosDone
+	for _, s := range srv {
+		s.Resume()
+	}
+	t.Logf("%d sets taken, %d pauses of a minority, %d restarts; longest wait %v", total.Load(), paused.Load(), restarted.Load(),
+		time.Duration(longest.Load()))
+	assert.Equal(t, int32(6*rounds), total.Load())
+	assert.Positive(t, paused.Load())
+	assert.Equal(t, int32(1), restarted.Load())
+	for _, s := range srv {
+		for _, k := range []string{"a", "b", "c"} {
+			assert.Eventually(t, func() bool { return getString(t, s, k) == "" }, 3*time.Second, 5*time.Millisecond,
+				"%s keeps %s", s.Addr(), k)
+		}
+	}
+}
