@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,4 +123,66 @@ func TestIntegration_LockAll_OverlappingOrders_NeverOverlapNorDeadlock(t *testin
 				"%s keeps %s", s.Addr(), k)
 		}
 	}
+}
+
+// On Redis 6.0 masters a set is taken all or none, refused while a lock
+// holds one of its keys, extended, released, and fenced above that lock.
+func TestIntegration_Redis60_LockAll(t *testing.T) {
+	srv := masters60(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, b := clientAt(t, redistest.Addrs(srv), WithRestartGuard(0)), clientAt(t, redistest.Addrs(srv), WithRestartGuard(0))
+	k, err := b.TryLock(ctx, "y", 5*time.Second)
+	require.NoError(t, err)
+	_, err = a.TryLockAll(ctx, []string{"x", "y"}, 5*time.Second)
+	require.ErrorIs(t, err, ErrHeld)
+	for _, s := range srv {
+		assert.Equal(t, int64(0), do(t, s, "EXISTS", "x"), "%s took part of the set", s.Addr())
+	}
+	require.NoError(t, k.Release(ctx))
+	l, err := a.LockAll(ctx, []string{"y", "x"}, 5*time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, l.FenceOf("y"), k.Fence())
+	require.NoError(t, l.Extend(ctx, 20*time.Second))
+	assert.Greater(t, l.Validity(), 19*time.Second)
+	require.NoError(t, l.Release(ctx))
+	for _, s := range srv {
+		assert.Eventually(t, func() bool { return do(t, s, "EXISTS", "x", "y") == int64(0) }, time.Second, 5*time.Millisecond)
+	}
+}
+
+// On a Redis Cluster node a set in one hash slot is taken and released as
+// on a plain master; one whose keys are in several slots is refused, with
+// the fix in the error.
+func TestIntegration_Cluster_LockAll(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+	c, err := NewFromAddrs([]string{"redis+cluster://" + strings.Join(cl.Addrs(), ",")},
+		WithRestartGuard(time.Millisecond), WithLogger(quiet()), WithNodeTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = c.TryLockAll(ctx, []string{"a", "b"}, 5*time.Second)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, "hash tag")
+	keys := []string{"{orders}:a", "{orders}:b", "{orders}:c"}
+	var l *Lock
+	for try := 0; try < 40; try++ { // fresh masters are in quarantine for up to two seconds
+		if l, err = c.TryLockAll(ctx, keys, 5*time.Second); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	st, err := c.Inspect(ctx, "{orders}:b")
+	require.NoError(t, err)
+	assert.Equal(t, l.Token(), st.Holder)
+	_, err = c.TryLock(ctx, "{orders}:c", 5*time.Second)
+	assert.ErrorIs(t, err, ErrHeld)
+	require.NoError(t, l.Extend(ctx, 5*time.Second))
+	require.NoError(t, l.Release(ctx))
+	m, err := c.TryLock(ctx, "{orders}:c", 5*time.Second)
+	require.NoError(t, err)
+	assert.Greater(t, m.Fence(), l.Fence())
+	require.NoError(t, m.Release(ctx))
 }
