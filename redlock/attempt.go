@@ -114,7 +114,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		return outcome{err: err}
 	}
 	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls),
-		set: lo.set}
+		permits: lo.permits, quorum: lo.quorum, set: lo.set}
 	c.queueAt(&req, at)
 	var after *trail
 	if from != nil {
@@ -136,7 +136,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		if !r.res.OK() && len(r.res.Yes) > 0 {
 			c.hearOut(r, timeout/5)
 		}
-		if r.res.OK() || len(rounds) > maxKeepRounds || !c.wonSplit(r, token) ||
+		if r.res.OK() || len(rounds) > maxKeepRounds || !c.wonSplit(r, req) ||
 			quorumlock.Validity(ttl, c.o.clock.Since(start)+timeout, c.o.drift) <= 0 {
 			break
 		}
@@ -169,21 +169,26 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	out.behind, out.first, out.far = c.inLine(last, req.waiter)
 	t := last.count()
 	granted := t.yes + t.abstained
-	split := granted > 0 && t.refused > 0 && t.refused < c.quorum && granted+t.refused >= c.quorum
+	q := c.need(req.quorum)
+	split := granted > 0 && t.refused > 0 && t.refused < q && granted+t.refused >= q
 	switch {
-	case kept || c.wonSplit(last, token):
+	case kept || c.wonSplit(last, req):
 		// This attempt won the split but the others' masters did not come
 		// free in time; they have rolled back: try again soon.
 		out.split = true
-	case split && granted+t.refused < len(c.nodes):
-		// A split seen only in part: nobody can know the winner, so all
-		// roll back and retry soon, spread by jitter.
+	case split && (granted+t.refused < len(c.nodes) || req.permits > 0):
+		// A split seen only in part, or among permits, which have no
+		// winner (see wonSplit): nobody can know the winner, so all roll
+		// back and retry soon, spread by jitter.
 		out.split = true
 	case split:
 		// A split this attempt lost: the winner keeps its grants and asks
 		// again; wait for its release, or the backoff.
 	}
 	out.err = c.notObtained(req, last, fenceErr, ok, elapsed, validity, timeout, window)
+	if err := c.permitsDiffer(last, req); err != nil {
+		out.err = err // no retry can succeed
+	}
 	return out
 }
 
@@ -195,7 +200,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 // errTrailUnsure (see Lock.handOver).
 func (c *Client) acquireRound(ctx context.Context, req request, window, timeout time.Duration, after *trail) (round, error) {
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
-	cfg := c.overMasters(c.quorum, timeout)
+	cfg := c.overMasters(c.need(req.quorum), timeout)
 	cfg.Silent = c.silentOf
 	res, err := fanOutStarts(ctx, c, cfg,
 		func(ctx context.Context, n *fanout.Node[ask]) {
@@ -262,7 +267,15 @@ func (c *Client) judge(i int, key string, window time.Duration, g scripts.Grant,
 // a split among the voting masters, with others in quarantine, still has a
 // winner, and the winner's re-asks bring it the loser's masters once they
 // are rolled back. With a master yet to answer or failing, nobody keeps.
-func (c *Client) wonSplit(r round, token string) bool {
+//
+// A permit never keeps: a master holds up to K tokens, so a refusal names
+// one of several holders, and no contender can see who holds how many
+// masters.
+func (c *Client) wonSplit(r round, req request) bool {
+	if req.permits > 0 {
+		return false
+	}
+	token := req.token
 	t := r.count()
 	held := t.yes + t.abstained
 	if held == 0 || t.refused == 0 || held+t.refused != len(c.nodes) {
@@ -335,10 +348,10 @@ func (c *Client) chooseFence(ctx context.Context, req request, won round, timeou
 		}
 	}
 	atFence := len(yes) - len(lag)
-	if atFence >= c.quorum {
+	if atFence >= won.res.Need() {
 		return fence, nil, nil
 	}
-	need := c.quorum - atFence
+	need := won.res.Need() - atFence
 	res, err := fanOut(ctx, c, fanout.Config{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock},
 		func(ctx context.Context, j int) (struct{}, fanout.Vote, error) {
 			i := lag[j]

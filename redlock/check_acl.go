@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,7 +16,7 @@ import (
 // aclCommands are the commands the lock's user must be allowed: the
 // drivers' (EVALSHA, EVAL, SUBSCRIBE, UNSUBSCRIBE), the restart guard's
 // (INFO, CONFIG GET, GET of the fence stamp), and those the scripts call.
-const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +mget +time +publish"
+const aclCommands = "+evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +zcard +zrangebyscore +zremrangebyscore +mget +time +publish"
 
 // aclClusterCommands are what a Redis Cluster node's user needs besides
 // aclCommands: sharded announcements, and reading and following slots.
@@ -141,13 +142,14 @@ func errAnswer(v any) error { return fmt.Errorf("unexpected answer %+v", v) }
 // lock runs the cycle: a plain lock taken, extended, fenced, read and
 // released with its announcement heard; a reentrant lock taken twice,
 // extended and released hold by hold; an attempt rolled back and not
-// landing after; an extension of a free key.
+// landing after; an extension of a free key; a semaphore's permit taken,
+// extended, fenced and given back.
 func (cy *cycle) lock(ctx context.Context) {
 	s, n, key := cy.m.scripts, cy.m.names, cy.p.key
 	const ttl = 10 * time.Second // deleted at the end; expires if not
 	keep := cy.p.c.o.fenceKeep
 	sharded := cy.m.drv.Sharded()
-	toks := make([]string, 5)
+	toks := make([]string, 6)
 	for i := range toks {
 		t, err := cy.token()
 		if err != nil {
@@ -156,7 +158,7 @@ func (cy *cycle) lock(ctx context.Context) {
 		}
 		toks[i] = t
 	}
-	t1, t2, t3, t4, t5 := toks[0], toks[1], toks[2], toks[3], toks[4]
+	t1, t2, t3, t4, t5, t6 := toks[0], toks[1], toks[2], toks[3], toks[4], toks[5]
 	const owner = "redlock-check"
 	ps := cy.listen(ctx, n.Channel(key))
 	defer ps.close()
@@ -256,6 +258,42 @@ func (cy *cycle) lock(ctx context.Context) {
 		release("roll-back", scripts.Release{Key: key, Token: t4, Rollback: true}, scripts.NotHeld),
 		grant("acquire after its roll-back", scripts.Acquire{Key: key, Token: t4, TTL: ttl, Keep: keep}, false),
 		extend("extend of a free key", scripts.Extend{Key: key, Token: t4, TTL: ttl}, scripts.Vacant),
+		{"semaphore's permit", func(ctx context.Context) error {
+			g, err := decodeGrant(cy.run(ctx, scripts.Permit{Key: key, Token: t6, TTL: ttl, Permits: 2}.Call(s, n)))
+			switch {
+			case err != nil:
+				return err
+			case !g.OK:
+				return errAnswer(g)
+			}
+			fence = max(fence, g.Counter)
+			return nil
+		}},
+		{"permit's extend", func(ctx context.Context) error {
+			v, err := cy.run(ctx, scripts.PermitExtend{Key: key, Token: t6, TTL: ttl, Permits: 2}.Call(s, n))
+			if got, derr := scripts.DecodeExtended(v); err != nil || derr != nil || got != scripts.Renewed {
+				return cmp.Or(err, errAnswer(v))
+			}
+			return nil
+		}},
+		{"permit's fence raise", func(ctx context.Context) error {
+			v, err := cy.run(ctx, scripts.Fence{Key: key, Token: t6, Fence: fence}.PermitCall(s, n))
+			if ok, derr := scripts.DecodeRaised(v); err != nil || derr != nil || !ok {
+				return cmp.Or(err, errAnswer(v))
+			}
+			return nil
+		}},
+		{"permit's release", func(ctx context.Context) error {
+			rel := scripts.Release{Key: key, Token: t6, Sharded: sharded}
+			got, err := decodeReleased(cy.run(ctx, rel.PermitCall(s, n)))
+			switch {
+			case err != nil:
+				return err
+			case got != scripts.Freed && got != scripts.FreedUnannounced:
+				return errAnswer(got)
+			}
+			return nil
+		}},
 	}
 	for _, st := range steps {
 		if st.name == "reentrant acquire" {
@@ -275,7 +313,7 @@ func (cy *cycle) lock(ctx context.Context) {
 func (cy *cycle) cleanup(ctx context.Context) {
 	n, key := cy.m.names, cy.p.key
 	k := n.Of(key)
-	keys := []string{n.Lock(key), n.Fence(key), k.Queue(), k.Leases()}
+	keys := []string{n.Lock(key), n.Fence(key), k.Queue(), k.Leases(), k.Permits()}
 	for _, t := range cy.tokens {
 		keys = append(keys, n.Void(key, t))
 	}

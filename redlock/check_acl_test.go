@@ -37,6 +37,13 @@ func TestIntegration_Check_ACL(t *testing.T) {
 			{"acl", CheckFail, "queue of a waiter failed", "+zadd"},
 			{"cleanup", CheckOK, "deleted", ""},
 		}},
+		{name: "ZCARD denied: a semaphore's permits fail", user: true, args: lockUser("-zcard"), want: []want{
+			{"acl", CheckFail, "semaphore's permit failed", "+zcard"},
+			{"cleanup", CheckOK, "deleted", ""},
+		}},
+		{name: "ZREMRANGEBYSCORE denied: a semaphore's permits fail", user: true, args: lockUser("-zremrangebyscore"), want: []want{
+			{"acl", CheckFail, "semaphore's permit failed", "+zremrangebyscore"},
+		}},
 		{name: "EXISTS denied: the cleanup cannot tell", user: true, args: lockUser("-exists"), want: []want{
 			{"acl", CheckFail, "queue of a waiter failed", "+exists"},
 			{"cleanup", CheckWarn, "could not delete", "+exists"},

@@ -77,7 +77,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
-	res, err := fanOut(ctx, c, c.overMasters(c.quorum, c.nodeTimeout(ttl)),
+	res, err := fanOut(ctx, c, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
 		func(ctx context.Context, i int) (scripts.Extended, fanout.Vote, error) {
 			e, err := c.nodes[i].extend(ctx, req)
 			if err != nil {

@@ -66,9 +66,10 @@ func failed(err error) (Answer, string) {
 // tally of its last round (see outcomes).
 func (c *Client) notObtained(req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
 	ms := c.outcomes(last, req.key, window)
-	e := &AttemptError{Op: "lock", Key: req.key, Quorum: c.quorum, Masters: ms, head: "redlock: not obtained"}
+	q := c.need(req.quorum)
+	e := &AttemptError{Op: "lock", Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
 	e.wraps = []error{ErrNotObtained}
-	switch mis, kinds := misconfigured(ms, c.quorum); {
+	switch mis, kinds := misconfigured(ms, q); {
 	case fenceErr != nil:
 		e.cause = fenceErr.Error()
 	case quorum:
@@ -78,8 +79,8 @@ func (c *Client) notObtained(req request, last round, fenceErr error, quorum boo
 		e.cause = fmt.Sprintf("%d of %d masters refuse the lock's commands (%s): %s", mis, len(ms), strings.Join(kinds, ", "), c.briefRemedy(kinds[0]))
 		e.Fix = c.fix(req, kinds)
 	default:
-		e.cause = acquireCause(ms, c.quorum, timeout)
-		if t := tallied(ms); t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= c.quorum {
+		e.cause = acquireCause(ms, q, timeout)
+		if t := tallied(ms); t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= q {
 			e.wraps = append(e.wraps, ErrQuarantined)
 		}
 	}
@@ -277,7 +278,7 @@ func (c *Client) freeIn(r round) time.Duration {
 			}
 		}
 	}
-	k := c.quorum - (len(c.nodes) - len(ttls))
+	k := r.res.Need() - (len(c.nodes) - len(ttls))
 	if k <= 0 || k > len(ttls) {
 		return 0
 	}

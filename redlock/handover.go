@@ -20,8 +20,11 @@ import "context"
 // tombstone that turns the late request away. So a master that is slow,
 // or lost a request, holds up only itself, never the hand-over on the
 // others.
+//
+// A permit is never handed over: its scripts take no key over from a
+// token, and a waiter may take another free permit meanwhile.
 func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
-	if l.req.owner != "" || l.req.set != nil || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
+	if l.req.owner != "" || l.req.permits > 0 || l.req.set != nil || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		return notHandedOver
 	}
 	c := l.c
@@ -157,7 +160,7 @@ func (h *hub) claim(key string) *waiter {
 		return nil
 	}
 	w := q.waiters[0]
-	if w.busy || w.claimed || w.lo.owner != "" {
+	if w.busy || w.claimed || w.lo.owner != "" || w.lo.permits > 0 {
 		return nil
 	}
 	if q.streak >= maxHandovers {

@@ -41,16 +41,17 @@ func (l *Lock) notExtended(res *fanout.Result[scripts.Extended], validity, windo
 		}
 		ms[i] = m
 	}
-	e := &AttemptError{Op: "extend", Key: l.req.key, Quorum: c.quorum, Masters: ms, head: "redlock: not extended"}
+	q := c.need(l.req.quorum)
+	e := &AttemptError{Op: "extend", Key: l.req.key, Quorum: q, Masters: ms, head: "redlock: not extended"}
 	t := tallied(ms)
 	switch n := len(ms); {
-	case t[MasterNotHeld] > n-c.quorum:
+	case t[MasterNotHeld] > n-q:
 		e.wraps = append(e.wraps, errGone)
 		e.cause = fmt.Sprintf("%d of %d masters no longer hold it", t[MasterNotHeld], n)
 	case res.OK():
 		e.cause = fmt.Sprintf("a quorum extended it, leaving validity %v", roughly(validity))
 	default:
-		e.cause = fmt.Sprintf("%d of %d masters extended it, %d needed: %s", t[MasterAgreed], n, c.quorum, obstacles(ms, timeout, "no longer hold it"))
+		e.cause = fmt.Sprintf("%d of %d masters extended it, %d needed: %s", t[MasterAgreed], n, q, obstacles(ms, timeout, "no longer hold it"))
 	}
 	e.wraps = append(e.wraps, nodeErrs(ms)...)
 	return e
@@ -108,22 +109,23 @@ func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Du
 		}
 		ms[i] = m
 	}
-	if answered >= c.quorum && held {
+	q := c.need(l.req.quorum)
+	if answered >= q && held {
 		return nil
 	}
-	e := &AttemptError{Op: "release", Key: l.req.key, Quorum: c.quorum, Masters: ms}
+	e := &AttemptError{Op: "release", Key: l.req.key, Quorum: q, Masters: ms}
 	t := tallied(ms)
 	switch {
-	case answered >= c.quorum && t[MasterNoReply]+t[MasterFailed] == 0:
+	case answered >= q && t[MasterNoReply]+t[MasterFailed] == 0:
 		e.head, e.cause = "redlock: lock not held", "no master still held it"
 		e.wraps = []error{ErrLockNotHeld}
-	case answered >= c.quorum:
+	case answered >= q:
 		e.head = "redlock: lock not held"
 		e.cause = fmt.Sprintf("no master of the %d that answered still held it; %s", answered, obstacles(ms, timeout, ""))
 		e.wraps = []error{ErrLockNotHeld}
 	default:
 		e.head = "redlock: not released"
-		e.cause = fmt.Sprintf("%d of %d masters answered, %d needed: %s; the lock is as it was", answered, len(ms), c.quorum, obstacles(ms, timeout, ""))
+		e.cause = fmt.Sprintf("%d of %d masters answered, %d needed: %s; the lock is as it was", answered, len(ms), q, obstacles(ms, timeout, ""))
 	}
 	e.wraps = append(e.wraps, nodeErrs(ms)...)
 	return e

@@ -42,11 +42,11 @@ type request struct {
 // order (see LockAll).
 type keySet struct{ keys []string }
 
-// need is the number of masters r's operation needs: a permit's quorum, or
-// the client's.
-func (c *Client) need(r request) int {
-	if r.quorum > 0 {
-		return r.quorum
+// need is the number of masters an operation needs: quorum, a permit's,
+// when it is not 0, else the client's.
+func (c *Client) need(quorum int) int {
+	if quorum > 0 {
+		return quorum
 	}
 	return c.quorum
 }
@@ -257,13 +257,11 @@ func (m *master) releaseCall(r request) driver.Call {
 				Sharded: sharded, Fence: r.fence}
 			return rel.Call(m.scripts, m.names)
 		}
-		if r.permits > 0 {
-			p := scripts.PermitRelease{Key: r.key, Token: r.token, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
-				Sharded: sharded, Fence: r.fence, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
-			return p.Call(m.scripts, m.names)
-		}
 		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
 			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
+		if r.permits > 0 {
+			return rel.PermitCall(m.scripts, m.names)
+		}
 		return rel.Call(m.scripts, m.names)
 	}
 	if r.calls == nil || sharded { // a sharded node's release differs from a plain one's
@@ -282,14 +280,15 @@ func (m *master) leave(ctx context.Context, key, waiter string, lease time.Durat
 }
 
 func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
-	call := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}.Call(m.scripts, m.names)
+	f := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}
+	call := f.Call
 	if r.permits > 0 {
-		call = scripts.PermitFence{Key: r.key, Token: r.token, Fence: fence}.Call(m.scripts, m.names)
+		call = f.PermitCall
 	}
 	if r.set != nil {
-		call = scripts.FenceAll{Keys: r.set.keys, Token: r.token, Fence: fence}.Call(m.scripts, m.names)
+		call = scripts.FenceAll{Keys: r.set.keys, Token: r.token, Fence: fence}.Call
 	}
-	v, err := m.eval(ctx, call)
+	v, err := m.eval(ctx, call(m.scripts, m.names))
 	if err != nil {
 		return false, err
 	}

@@ -135,12 +135,12 @@ func (c *Client) reportAttempt(ctx context.Context, key string, n int, a outcome
 	ev := Event{Kind: KindAttempt, Key: key, Attempt: n, Err: a.err, Duration: a.took, Outcome: OutcomeObtained}
 	if a.votes.res != nil {
 		t := a.votes.count()
-		ev.Votes = Votes{Masters: len(c.nodes), Quorum: c.quorum, Granted: t.yes, Abstained: t.abstained,
+		ev.Votes = Votes{Masters: len(c.nodes), Quorum: a.votes.res.Need(), Granted: t.yes, Abstained: t.abstained,
 			Refused: t.refused, Failed: t.failed, Unanswered: t.unanswered}
 	}
 	if a.err != nil {
 		ev.Outcome = c.failure(ctx, a.err)
-		if ev.Outcome == OutcomeUnavailable && ev.Votes.Granted+ev.Votes.Abstained >= c.quorum {
+		if ev.Outcome == OutcomeUnavailable && a.votes.res != nil && ev.Votes.Granted+ev.Votes.Abstained >= ev.Votes.Quorum {
 			ev.Outcome = OutcomeExpired
 		}
 	}
@@ -242,7 +242,7 @@ func (c *Client) noteFence(won round, raised []int, err error) fenceNote {
 			atFence++
 		}
 	}
-	if atFence >= c.quorum {
+	if atFence >= won.res.Need() {
 		return fenceNote{} // no raise was needed
 	}
 	n.raised, n.err = len(raised), err

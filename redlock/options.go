@@ -275,7 +275,10 @@ type lockOptions struct {
 	owner      string
 	ownerSet   bool
 	autoExtend bool
-	set        *keySet // LockAll's keys; nil for one key
+	// permits and quorum are a Semaphore's (see request): never set by a
+	// LockOption.
+	permits, quorum int
+	set             *keySet // LockAll's keys; nil for one key
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds

@@ -84,7 +84,8 @@ func (c *Client) inLine(r round, waiter string) (behind, first, far bool) {
 			deep++
 		}
 	}
-	return others > len(c.nodes)-c.quorum, waiter != "" && heads >= c.quorum, deep >= c.quorum
+	q := r.res.Need()
+	return others > len(c.nodes)-q, waiter != "" && heads >= q, deep >= q
 }
 
 // voters counts the masters that answered round r, granting or refusing,

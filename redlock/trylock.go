@@ -79,7 +79,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	if err != nil {
 		return nil, err
 	}
-	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.quorum, head: "redlock: not obtained",
+	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
 	told := false // whether this call has said that it waits for the restart guard
@@ -123,7 +123,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	}()
 	// The minority rule (see place): a waiter renews its place only while
 	// its last round reached a quorum of masters whose votes count.
-	renew := !attempted || a.reached >= c.quorum
+	renew := !attempted || a.reached >= c.need(lo.quorum)
 	renewEvery := c.o.queueLease / 3
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription: a release
@@ -209,7 +209,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			got = a.lock
 			return a.lock, nil
 		}
-		renew = a.reached >= c.quorum
+		renew = a.reached >= c.need(lo.quorum)
 		if !errors.Is(a.err, ErrNotObtained) || errors.Is(a.err, ErrMisconfigured) {
 			return nil, a.err
 		}
@@ -227,6 +227,9 @@ func (c *Client) startLockCall(ctx context.Context, key string, ttl time.Duratio
 	lo, err := applyLockOptions(opts)
 	if err != nil {
 		return 0, lockOptions{}, err
+	}
+	if lo.permits > 0 && lo.ownerSet {
+		return 0, lockOptions{}, invalid("WithOwner does not apply to a semaphore's permit: a permit is not reentrant")
 	}
 	if err := c.enter(); err != nil {
 		return 0, lockOptions{}, err

@@ -73,7 +73,7 @@ func TestCheck_BadMasters_ExitOneWithTheFixes(t *testing.T) {
 // The user in the address is the one checked, in --namespace: the lock's
 // rule passes, one without EVALSHA fails with the rule to grant.
 func TestCheck_ACLUserInNamespace(t *testing.T) {
-	rule := "~app:lock:* &app:lock:* -@all +evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +mget +time +publish"
+	rule := "~app:lock:* &app:lock:* -@all +evalsha +eval +info +config|get +subscribe +unsubscribe +get +set +del +exists +type +pexpire +pttl +hset +hget +hdel +hlen +hexists +zadd +zrange +zrem +zscore +zrank +zcard +zrangebyscore +zremrangebyscore +mget +time +publish"
 	user := func(more ...string) string {
 		args := append([]string{"--user", "app", "on", ">secret"}, strings.Fields(rule)...)
 		srv := redistest.Start(t, 1, redistest.FsyncAlways, append(args, more...)...)

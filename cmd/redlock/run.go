@@ -32,7 +32,12 @@ terminal's group instead, to read input, and takes Ctrl-C and Ctrl-\ from the
 terminal directly.
 
 With --wait 0 (the default) there is one attempt; otherwise redlock waits up
-to --wait for the holder to release, woken at once when it does.`,
+to --wait for the holder to release, woken at once when it does.
+
+With --permits K, COMMAND runs under one of K permits on --key instead of the
+lock: at most K commands run at once. Every caller of a key must give the
+same K. A permit needs more masters than a lock (4 of 5 for K = 2, all of
+them for K >= N-1): see docs/guarantees.md, The semaphore.`,
 	examples: `
   export REDLOCK_NODES=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
 
@@ -41,6 +46,9 @@ to --wait for the holder to release, woken at once when it does.`,
 
   # Wait up to ten minutes for the current holder to finish.
   redlock run --key migrate --wait 10m -- ./migrate up
+
+  # At most two renders at once across the fleet (5 masters: each needs 4).
+  redlock run --key render --permits 2 --wait 1h -- ./render.sh
 
   # A pipeline gets 30s to stop cleanly if the lock is lost.
   redlock run --key cache --ttl 30s --grace 30s -- sh -c 'rebuild | publish'`,
@@ -64,6 +72,11 @@ type runConfig struct {
 	argv  []string
 	// metricsAddr is where to serve the lock's metrics; "" for nowhere.
 	metricsAddr string
+	// permits is K for a permit of a semaphore on key, 0 for the lock;
+	// everyMaster accepts a K whose quorum is every master.
+	permits     int
+	everyMaster bool
+	sem         *redlock.Semaphore // with --permits
 }
 
 func runRun(ctx context.Context, a *app, args []string) error {
@@ -73,6 +86,8 @@ func runRun(ctx context.Context, a *app, args []string) error {
 	fs.StringVar(&cfg.key, "key", "", "the key to lock (default: COMMAND and its arguments, joined by spaces)")
 	durationVar(fs, &cfg.wait, "wait", 0, "how long to wait for the lock; 0 makes one attempt")
 	durationVar(fs, &cfg.grace, "grace", 5*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
+	fs.IntVar(&cfg.permits, "permits", 0, "run under one of this many permits on --key (a semaphore) instead of the lock; 0 takes the lock")
+	fs.BoolVar(&cfg.everyMaster, "every-master", false, "with --permits, accept a count whose permits need every master: then no master may fail")
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve the lock's metrics for Prometheus at http://ADDR/metrics while redlock runs, e.g. :9464 (default: none)")
 	if err := runCmd.parse(a, fs, args); err != nil {
 		return err
@@ -93,6 +108,10 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return usageErr("--wait %v is negative", cfg.wait)
 	case cfg.grace < 0:
 		return usageErr("--grace %v is negative", cfg.grace)
+	case cfg.permits < 0:
+		return usageErr("--permits %d is negative", cfg.permits)
+	case cfg.everyMaster && cfg.permits == 0:
+		return usageErr("--every-master applies only with --permits")
 	}
 	if cfg.key == "" {
 		cfg.key = strings.Join(cfg.argv, " ")
@@ -111,6 +130,9 @@ func runRun(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if err := cfg.semaphore(c.Client); err != nil {
+		return err
+	}
 
 	// From here on these signals are ours to pass on, never fatal to us.
 	sigs := make(chan os.Signal, 16)
@@ -139,11 +161,7 @@ func (cfg *runConfig) acquire(ctx context.Context, c *redlock.Client, sigs <-cha
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		if cfg.wait > 0 {
-			r.l, r.err = c.Lock(lctx, cfg.key, cfg.ttl, redlock.WithAutoExtend())
-		} else {
-			r.l, r.err = c.TryLock(lctx, cfg.key, cfg.ttl, redlock.WithAutoExtend())
-		}
+		r.l, r.err = cfg.take(lctx, c)
 		done <- r
 	}()
 	var r result
@@ -165,6 +183,18 @@ func (cfg *runConfig) acquire(ctx context.Context, c *redlock.Client, sigs <-cha
 	case !errors.Is(err, redlock.ErrNotObtained):
 		return nil, fail(exitError, "lock %q: %v", cfg.key, err)
 	}
+	within := ""
+	if cfg.wait > 0 {
+		within = " within --wait " + cfg.wait.String()
+	}
+	if cfg.permits > 0 {
+		// Inspect reads locks, not semaphores: the attempt's error says
+		// what the masters answered.
+		if errors.Is(r.err, redlock.ErrQuarantined) || !errors.Is(r.err, redlock.ErrHeld) {
+			return nil, fail(exitError, "no permit of %q: %v", cfg.key, r.err)
+		}
+		return nil, fail(exitNotObtained, "no permit of %q obtained%s: %v", cfg.key, within, r.err)
+	}
 	// Not obtained: held elsewhere, or masters out of reach? Ask them.
 	st, ierr := c.Inspect(ctx, cfg.key)
 	if ierr != nil {
@@ -173,14 +203,44 @@ func (cfg *runConfig) acquire(ctx context.Context, c *redlock.Client, sigs <-cha
 	if err := quorumVotes(st); err != nil {
 		return nil, err
 	}
-	within := ""
-	if cfg.wait > 0 {
-		within = " within --wait " + cfg.wait.String()
-	}
 	if st.Held() || hasHolder(st) {
 		return nil, fail(exitNotObtained, "lock %q not obtained%s: %s", cfg.key, within, verdict(st))
 	}
 	return nil, fail(exitNotObtained, "%v%s", r.err, within)
+}
+
+// take makes the attempt --wait asks for, with auto-extension: Lock or
+// TryLock, or with --permits Acquire or TryAcquire of the semaphore.
+func (cfg *runConfig) take(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+	if cfg.permits == 0 {
+		if cfg.wait > 0 {
+			return c.Lock(ctx, cfg.key, cfg.ttl, redlock.WithAutoExtend())
+		}
+		return c.TryLock(ctx, cfg.key, cfg.ttl, redlock.WithAutoExtend())
+	}
+	if cfg.wait > 0 {
+		return cfg.sem.Acquire(ctx, cfg.ttl, redlock.WithAutoExtend())
+	}
+	return cfg.sem.TryAcquire(ctx, cfg.ttl, redlock.WithAutoExtend())
+}
+
+// semaphore makes the semaphore of --permits on c, when asked for: a count
+// it refuses is a bad flag.
+func (cfg *runConfig) semaphore(c *redlock.Client) error {
+	if cfg.permits == 0 {
+		return nil
+	}
+	var opts []redlock.SemaphoreOption
+	if cfg.everyMaster {
+		opts = append(opts, redlock.WithEveryMaster())
+	}
+	s, err := c.Semaphore(cfg.key, cfg.permits, opts...)
+	if err != nil {
+		// The library names its option; the command's is the flag.
+		return usageErr("--permits: %s", strings.Replace(err.Error(), "WithEveryMaster", "--every-master", 1))
+	}
+	cfg.sem = s
+	return nil
 }
 
 // hasHolder reports whether any master that answered holds the key.

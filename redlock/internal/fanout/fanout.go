@@ -136,6 +136,9 @@ const smallFanOut = 8
 // OK reports whether the Yes votes reached the quorum.
 func (r *Result[T]) OK() bool { return len(r.Yes) >= r.need }
 
+// Need returns the yes votes the operation needed.
+func (r *Result[T]) Need() int { return r.need }
+
 // Nodes returns N, the number of nodes.
 func (r *Result[T]) Nodes() int { return len(r.nodes) }
 

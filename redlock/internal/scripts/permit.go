@@ -53,22 +53,10 @@ func (e PermitExtend) Call(s *Set, n Names) driver.Call {
 		Args: []string{e.Token, s.ms(e.TTL), strconv.Itoa(e.Permits)}}
 }
 
-// PermitRelease is one run of permitrelease.lua: give back a permit Token
-// holds, or undo a failed attempt. Its fields are Release's, but Owner
-// and Keep, which a permit has not. It answers as Release does.
-type PermitRelease struct {
-	Key, Token          string
-	Rollback, Tombstone bool
-	TTL                 time.Duration // how long a tombstone lasts
-	Sharded             bool
-	Fence               int64
-	Waiter              string
-	Ticket              int64
-	Lease               time.Duration
-}
-
-// Call returns the run on a master.
-func (r PermitRelease) Call(s *Set, n Names) driver.Call {
+// PermitCall returns the run of permitrelease.lua on a master: give back
+// a permit Token holds, or undo a failed attempt. It answers as Call's run
+// does; Owner and Keep do not apply to a permit.
+func (r Release) PermitCall(s *Set, n Names) driver.Call {
 	k := n.OfToken(r.Key, r.Token)
 	tomb, sharded, fence, rollback := "", "", "", ""
 	if r.Rollback || r.Tombstone {
@@ -93,15 +81,10 @@ func (r PermitRelease) Call(s *Set, n Names) driver.Call {
 	}
 }
 
-// PermitFence is one run of permitfence.lua: raise the node's fence floor
-// to Fence where Token holds a permit of Key. It answers as Fence does.
-type PermitFence struct {
-	Key, Token string
-	Fence      int64
-}
-
-// Call returns the run on a master.
-func (f PermitFence) Call(s *Set, n Names) driver.Call {
+// PermitCall returns the run of permitfence.lua on a master: raise the
+// node's fence floor to Fence where Token holds a permit of Key. It
+// answers as Call's run does; Owner and Keep do not apply to a permit.
+func (f Fence) PermitCall(s *Set, n Names) driver.Call {
 	k := n.Of(f.Key)
 	return driver.Call{Script: s.PermitFence, Keys: []string{k.Lock(), k.Floor()},
 		Args: []string{f.Token, strconv.FormatInt(f.Fence, 10)}}
