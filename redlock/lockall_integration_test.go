@@ -186,3 +186,62 @@ func TestIntegration_Cluster_LockAll(t *testing.T) {
 	assert.Greater(t, m.Fence(), l.Fence())
 	require.NoError(t, m.Release(ctx))
 }
+
+// A set takes a free key only where no Lock waits in line for it, as
+// TryLock does, and it never queues itself.
+func TestIntegration_LockAll_DoesNotJumpTheLine(t *testing.T) {
+	srv := masters(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := client(t, srv)
+	l, err := c.TryLock(ctx, "line", 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "line", srv...)
+	placeOn(t, c, "line", "early", 1, 10*time.Second)
+	require.NoError(t, l.Release(ctx))
+
+	_, err = c.TryLockAll(ctx, []string{"other", "line"}, time.Second)
+	require.ErrorIs(t, err, ErrNotObtained, "the keys are free, but a waiter queues for one")
+	for _, s := range srv {
+		assert.Equal(t, 1, queued(t, s, "line"), "a set does not queue")
+		assert.Equal(t, "", getString(t, s, "other"), "%s took part of the set", s.Addr())
+	}
+
+	for _, n := range c.nodes {
+		require.NoError(t, n.leave(ctx, "line", "early", time.Second))
+	}
+	s, err := c.TryLockAll(ctx, []string{"other", "line"}, time.Second)
+	require.NoError(t, err, "nobody queues any more")
+	require.NoError(t, s.Release(ctx))
+}
+
+// A set's release is announced on each of its keys' channels: a Lock of
+// another client waiting for one of them is woken by it, long before its
+// backoff.
+func TestIntegration_LockAll_ReleaseWakesAWaiterOfAnyKey(t *testing.T) {
+	srv := masters(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a := client(t, srv)
+	b := client(t, srv, WithRetry(ConstantBackoff(time.Hour)), WithQueueLease(time.Hour))
+	l, err := a.TryLockAll(ctx, []string{"x", "y"}, 30*time.Second)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		w, err := b.Lock(ctx, "y", 10*time.Second)
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	waitQueued(t, "y", 1, srv)
+	released := time.Now()
+	require.NoError(t, l.Release(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+		assert.Less(t, time.Since(released), 2*time.Second)
+	case <-ctx.Done():
+		t.Fatal("the waiter was not woken by the set's release")
+	}
+}
