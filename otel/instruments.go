@@ -61,11 +61,13 @@ const (
 
 // The spans, one per public call.
 const (
-	SpanLock    = "redlock.Lock"
-	SpanTryLock = "redlock.TryLock"
-	SpanExtend  = "redlock.Extend"
-	SpanRelease = "redlock.Release"
-	SpanDo      = "redlock.Do"
+	SpanLock       = "redlock.Lock"
+	SpanTryLock    = "redlock.TryLock"
+	SpanLockAll    = "redlock.LockAll"
+	SpanTryLockAll = "redlock.TryLockAll"
+	SpanExtend     = "redlock.Extend"
+	SpanRelease    = "redlock.Release"
+	SpanDo         = "redlock.Do"
 )
 
 // States returns the values of quorumlock.master.state's state attribute:

@@ -26,7 +26,7 @@ func Measure(ev redlock.Event, rec func(id ID, v float64, attrs ...Attr)) {
 		}
 	case redlock.KindCall:
 		switch ev.Op {
-		case redlock.OpLock, redlock.OpTryLock:
+		case redlock.OpLock, redlock.OpTryLock, redlock.OpLockAll, redlock.OpTryLockAll:
 			rec(WaitDuration, ev.Duration.Seconds(), Attr{AttrOperation, string(ev.Op)}, outcome)
 		case redlock.OpRelease:
 			rec(Releases, 1, outcome)

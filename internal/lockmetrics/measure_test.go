@@ -46,6 +46,9 @@ func TestMeasure(t *testing.T) {
 		{"lock call", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpLock, Outcome: redlock.OutcomeCtxDone, Duration: time.Second}, []string{
 			"quorumlock.lock.wait.duration 1 [{quorumlock.operation lock} {quorumlock.outcome ctx_done}]",
 		}},
+		{"lockall call", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpLockAll, Outcome: redlock.OutcomeObtained, Duration: time.Second}, []string{
+			"quorumlock.lock.wait.duration 1 [{quorumlock.operation lockall} {quorumlock.outcome obtained}]",
+		}},
 		{"release", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpRelease, Outcome: redlock.OutcomeReleased, Held: 3 * time.Second}, []string{
 			"quorumlock.lock.releases 1 [{quorumlock.outcome released}]",
 			"quorumlock.lock.held -1 []",
