@@ -14,8 +14,9 @@ import (
 // (record, do not block or do I/O) and must not call the Client or its
 // Locks. They may be called from many goroutines at once.
 type Observer interface {
-	// Start is called when a public call (Lock, TryLock, Extend, Release,
-	// Do) begins, after its arguments were validated. The context it
+	// Start is called when a public call (Lock, TryLock, LockAll,
+	// TryLockAll, Extend, Release, Do) begins, after its arguments were
+	// validated. The context it
 	// returns is the call's from then on: the events of the call, its
 	// driver's requests and, for Do, the function's context derive from it.
 	// Return ctx itself to keep it.
@@ -47,8 +48,8 @@ type Kind string
 
 // The kinds of Event.
 const (
-	// KindAttempt is one acquisition attempt of TryLock, Lock or a
-	// hand-over: Outcome, Duration, Attempt (its number in the call; 0 for
+	// KindAttempt is one acquisition attempt of TryLock, Lock, TryLockAll,
+	// LockAll or a hand-over: Outcome, Duration, Attempt (its number in the call; 0 for
 	// a hand-over's) and the votes.
 	KindAttempt Kind = "attempt"
 	// KindCall is the end of a public call: Op, Outcome, Err and Duration
