@@ -42,21 +42,12 @@ import (
 //
 // A set does not queue: it takes a free key only where no Lock waits in
 // line for it, as TryLock does, and its release wakes the keys' waiters.
-func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (_ *Lock, err error) {
+func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	ttl, lo, err := c.startLockAllCall(ctx, keys, ttl, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer c.work.done()
-	key := lo.set.keys[0]
-	ctx, obs := c.begin(ctx, OpTryLockAll, key)
-	defer obs.end(&err)
-	a := c.attempt(ctx, key, ttl, lo, nil, nil)
-	c.observeAttempt(ctx, key, obs.next(), a)
-	if a.err != nil && ctx.Err() != nil {
-		return nil, gaveUp(a.err, 0, context.Cause(ctx))
-	}
-	return a.lock, a.err
+	return c.tryOnce(ctx, OpTryLockAll, lo.set.keys[0], ttl, lo)
 }
 
 // LockAll takes every key of keys for ttl, all or none, as TryLockAll

@@ -75,21 +75,20 @@ type ReleaseAll struct {
 // Call returns the run on a master.
 func (r ReleaseAll) Call(s *Set, n Names) driver.Call {
 	first := n.OfToken(r.Keys[0], r.Token)
-	tomb, sharded, fence, rollback := "", "", "", ""
+	args := make([]string, 5, 5+len(r.Keys)) // token, tombstone, sharded, fence, roll-back: "" for none
+	args[0] = r.Token
 	if r.Rollback || r.Tombstone {
-		tomb = ms(r.TTL)
+		args[1] = ms(r.TTL)
 	}
 	if r.Sharded {
-		sharded = "1"
+		args[2] = "1"
 	}
 	if r.Fence != 0 {
-		fence = strconv.FormatInt(r.Fence, 10)
+		args[3] = strconv.FormatInt(r.Fence, 10)
 	}
 	if r.Rollback {
-		rollback = "1"
+		args[4] = "1"
 	}
-	args := make([]string, 0, 5+len(r.Keys))
-	args = append(args, r.Token, tomb, sharded, fence, rollback)
 	for _, k := range r.Keys {
 		args = append(args, n.Of(k).Channel())
 	}
