@@ -200,3 +200,32 @@ func TestLockAll_Observed(t *testing.T) {
 	assert.Equal(t, []Outcome{OutcomeHeld}, rec.calls(OpTryLockAll))
 	assert.Equal(t, []Outcome{OutcomeObtained, OutcomeHeld}, rec.outcomes(KindAttempt))
 }
+
+// A set is never handed over: a goroutine of the same client waiting for
+// one of its keys is woken by the release and takes that key itself, and
+// every key of the set is freed.
+func TestLockAll_ReleaseIsNotAHandOver(t *testing.T) {
+	c, fakes, _ := newFakeClient(t, make([]behaviour, 3), WithRestartGuard(0), WithRetry(ConstantBackoff(time.Hour)))
+	ctx := context.Background()
+	l, err := c.TryLockAll(ctx, []string{"a", "b"}, time.Hour)
+	require.NoError(t, err)
+	got := make(chan *Lock, 1)
+	go func() {
+		w, err := c.Lock(ctx, "a", time.Minute)
+		assert.NoError(t, err)
+		got <- w
+	}()
+	require.Eventually(t, func() bool { return c.hub.waiting("a") }, 5*time.Second, time.Millisecond)
+	require.NoError(t, l.Release(ctx))
+	var w *Lock
+	select {
+	case w = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by the set's release")
+	}
+	require.NotNil(t, w)
+	require.NoError(t, c.Close()) // waits for the deletes still under way
+	for i, f := range fakes {
+		assert.Empty(t, f.holder("b"), "master %d keeps the set's b", i)
+	}
+}
