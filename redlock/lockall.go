@@ -32,7 +32,7 @@ import (
 // tries again, rather than keeping part and waiting for the rest. When
 // contenders split the masters, the one holding the most keeps its grants
 // and asks again as TryLock's does (the others give theirs back), so a
-// split resolves rather than repeats.
+// split seen by every contender resolves in a round or two.
 //
 // keys must be one at least, none empty, none repeated, none with the
 // reserved prefix; on a Redis Cluster node (redis+cluster://) every key
