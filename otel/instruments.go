@@ -61,12 +61,14 @@ const (
 
 // The spans, one per public call.
 const (
-	SpanLock    = "redlock.Lock"
-	SpanTryLock = "redlock.TryLock"
-	SpanExtend  = "redlock.Extend"
-	SpanRelease = "redlock.Release"
-	SpanDo      = "redlock.Do"
-	SpanResume  = "redlock.Resume"
+	SpanLock       = "redlock.Lock"
+	SpanTryLock    = "redlock.TryLock"
+	SpanLockAll    = "redlock.LockAll"
+	SpanTryLockAll = "redlock.TryLockAll"
+	SpanExtend     = "redlock.Extend"
+	SpanRelease    = "redlock.Release"
+	SpanDo         = "redlock.Do"
+	SpanResume     = "redlock.Resume"
 	// An RWLock's read holds; its write holds are SpanLock and SpanTryLock.
 	SpanRLock    = "redlock.RLock"
 	SpanTryRLock = "redlock.TryRLock"

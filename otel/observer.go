@@ -142,6 +142,10 @@ func spanName(op redlock.Op) string {
 		return SpanLock
 	case redlock.OpTryLock:
 		return SpanTryLock
+	case redlock.OpLockAll:
+		return SpanLockAll
+	case redlock.OpTryLockAll:
+		return SpanTryLockAll
 	case redlock.OpExtend:
 		return SpanExtend
 	case redlock.OpRelease:

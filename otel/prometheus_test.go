@@ -118,7 +118,7 @@ func TestPrometheus_DocsListEveryInstrument(t *testing.T) {
 		otel.MetricMasterState, otel.MetricMasterQuarantined} {
 		assert.Contains(t, string(doc), "| `"+name+"` |", "the table lists %s", name)
 	}
-	for _, name := range []string{otel.SpanLock, otel.SpanTryLock, otel.SpanExtend, otel.SpanRelease, otel.SpanDo} {
+	for _, name := range []string{otel.SpanLock, otel.SpanTryLock, otel.SpanLockAll, otel.SpanTryLockAll, otel.SpanExtend, otel.SpanRelease, otel.SpanDo} {
 		assert.Contains(t, string(doc), "`"+name+"`")
 	}
 

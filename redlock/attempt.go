@@ -114,7 +114,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		return outcome{err: err}
 	}
 	req := request{key: key, token: token, owner: lo.owner, ttl: ttl, keep: c.o.fenceKeep, propose: c.propose(), calls: new(calls),
-		permits: lo.permits, quorum: lo.quorum}
+		permits: lo.permits, quorum: lo.quorum, set: lo.set}
 	if lo.read {
 		req.read, req.permits = true, scripts.Readers
 	}

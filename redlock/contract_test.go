@@ -33,6 +33,7 @@ type step struct {
 	propose             string // acquire: "<label>+<n>", the attempt's proposal for a new count
 	permits             int    // a semaphore's permit of K permits (the permit scripts); 0 for a lock
 	read                bool   // a read hold of an RWLock (read.lua, then the permit scripts)
+	keys                string // a set of keys taken together (the set's scripts), comma-separated; "" for a lock
 
 	// What must come back.
 	ok       bool             // acquire: granted; fence: raised; inspect: the token (with owner) holds the key
@@ -251,7 +252,7 @@ func TestContract_Scripts(t *testing.T) {
 			return &c
 		}
 	}
-	for i, tc := range slices.Concat(contract, permitContract, rwContract) {
+	for i, tc := range slices.Concat(contract, permitContract, rwContract, allContract) {
 		backends := []struct {
 			name string
 			node func() node
@@ -306,6 +307,10 @@ func runContract(t *testing.T, n node, steps []step) {
 		if s.read {
 			req.read, req.permits = true, scripts.Readers
 		}
+		if s.keys != "" {
+			req.set = &keySet{keys: strings.Split(s.keys, ",")}
+			req.key = req.set.keys[0]
+		}
 		if s.propose != "" {
 			req.propose = offset(t, counters, s.propose)
 		}
@@ -344,7 +349,7 @@ func runContract(t *testing.T, n node, steps []step) {
 		case "wait":
 			time.Sleep(3 * time.Millisecond)
 		case "inspect":
-			st, err := n.inspect(ctx, "k", s.token, s.owner)
+			st, err := n.inspect(ctx, cmp.Or(s.key, "k"), s.token, s.owner)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
 			assert.Equal(t, s.ok, st.Held, "step %d: held by the token", at)

@@ -14,8 +14,9 @@ import (
 // (record, do not block or do I/O) and must not call the Client or its
 // Locks. They may be called from many goroutines at once.
 type Observer interface {
-	// Start is called when a public call (Lock, TryLock, Extend, Release,
-	// Do, Resume) begins, after its arguments were validated. The context it
+	// Start is called when a public call (Lock, TryLock, LockAll,
+	// TryLockAll, Extend, Release, Do, Resume, and an RWLock's RLock and
+	// TryRLock) begins, after its arguments were validated. The context it
 	// returns is the call's from then on: the events of the call, its
 	// driver's requests and, for Do, the function's context derive from it.
 	// Return ctx itself to keep it.
@@ -33,10 +34,14 @@ type Op string
 const (
 	OpLock    Op = "lock"
 	OpTryLock Op = "trylock"
-	OpExtend  Op = "extend"
-	OpRelease Op = "release"
-	OpDo      Op = "do"
-	OpResume  Op = "resume"
+	// OpLockAll and OpTryLockAll are LockAll and TryLockAll, whose key is
+	// the set's first.
+	OpLockAll    Op = "lockall"
+	OpTryLockAll Op = "trylockall"
+	OpExtend     Op = "extend"
+	OpRelease    Op = "release"
+	OpDo         Op = "do"
+	OpResume     Op = "resume"
 	// A read hold of an RWLock: RLock and TryRLock. Its writer's calls are
 	// OpLock and OpTryLock.
 	OpRLock    Op = "rlock"
@@ -48,8 +53,8 @@ type Kind string
 
 // The kinds of Event.
 const (
-	// KindAttempt is one acquisition attempt of TryLock, Lock or a
-	// hand-over: Outcome, Duration, Attempt (its number in the call; 0 for
+	// KindAttempt is one acquisition attempt of TryLock, Lock, TryLockAll,
+	// LockAll or a hand-over: Outcome, Duration, Attempt (its number in the call; 0 for
 	// a hand-over's) and the votes.
 	KindAttempt Kind = "attempt"
 	// KindCall is the end of a public call: Op, Outcome, Err and Duration

@@ -267,6 +267,9 @@ func (f *fakeNode) apply(r request) scripts.Grant {
 	if r.permits > 0 {
 		return f.applyPermit(r)
 	}
+	if r.set != nil {
+		return f.applyAll(r)
+	}
 	now := f.clk.Now()
 	if pttl, ok := f.semHolds(r.key); ok {
 		return scripts.Grant{PTTL: pttl, Holder: scripts.Unknown}
@@ -347,6 +350,9 @@ func (f *fakeNode) extend(ctx context.Context, r request) (scripts.Extended, err
 	if r.permits > 0 {
 		return f.extendPermit(r), nil
 	}
+	if r.set != nil {
+		return f.extendAll(r), nil
+	}
 	if _, ok := f.semHolds(r.key); ok {
 		return scripts.Lapsed, nil
 	}
@@ -382,6 +388,9 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 	if r.permits > 0 {
 		return f.releasePermit(r), nil
 	}
+	if r.set != nil {
+		return f.releaseAll(r), nil
+	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {
 		return scripts.NotHeld, nil
@@ -416,6 +425,9 @@ func (f *fakeNode) raiseFence(ctx context.Context, r request, fence int64) (bool
 		}
 		f.raise(r, fence)
 		return true, nil
+	}
+	if r.set != nil {
+		return f.raiseAll(r, fence), nil
 	}
 	k := f.live(r.key)
 	if k == nil || !k.heldBy(r) {

@@ -25,7 +25,7 @@ import "context"
 // scripts take no key over from a token, and a waiter may take another
 // free permit, or share the key with other readers, meanwhile.
 func (l *Lock) handOver(ctx context.Context, obs *call) handOverResult {
-	if l.req.owner != "" || l.req.permits > 0 || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
+	if l.req.owner != "" || l.req.permits > 0 || l.req.set != nil || l.Validity() <= 0 || !l.c.hub.waiting(l.req.key) {
 		return notHandedOver
 	}
 	c := l.c

@@ -77,7 +77,7 @@ func (c *Client) newLock(req request, lo lockOptions, fence int64, until time.Ti
 // values and ErrInvalid that Lock's doc promises.
 func (l *Lock) obtained() bool { return l != nil && l.c != nil }
 
-// Key returns the locked key.
+// Key returns the locked key; for a set (LockAll), its first key.
 func (l *Lock) Key() string {
 	if !l.obtained() {
 		return ""
@@ -127,7 +127,8 @@ func (l *Lock) Granted() []int {
 // of every earlier holder of this key, as long as no master loses its data.
 // Pass it to the protected resource with each write, and have the resource
 // refuse writes with a fence lower than the highest it has seen. A reentrant
-// hold may carry a fence above its first hold's, never below.
+// hold may carry a fence above its first hold's, never below. A set of keys
+// (LockAll) has one fence, the fence of each of its keys (see FenceOf).
 func (l *Lock) Fence() int64 {
 	if !l.obtained() {
 		return 0

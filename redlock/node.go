@@ -37,7 +37,14 @@ type request struct {
 	// scripts, whose layout it shares, extend, release and fence it, with
 	// permits scripts.Readers.
 	read bool
+	// set is the keys of a hold of several keys at once (see LockAll), key
+	// its first; nil for one key. Such a hold runs the set's scripts.
+	set *keySet
 }
+
+// keySet is the keys of a hold of several keys at once, in the caller's
+// order (see LockAll).
+type keySet struct{ keys []string }
 
 // need is the number of masters an operation needs: quorum, a permit's,
 // when it is not 0, else the client's.
@@ -199,6 +206,9 @@ func (m *master) acquireCall(r request) driver.Call {
 		if r.read {
 			return scripts.Read{Key: r.key, Token: r.token, TTL: r.ttl, Propose: r.propose}.Call(m.scripts, m.names)
 		}
+		if r.set != nil {
+			return scripts.AcquireAll{Keys: r.set.keys, Token: r.token, TTL: r.ttl, Propose: r.propose}.Call(m.scripts, m.names)
+		}
 		if r.permits > 0 {
 			p := scripts.Permit{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits, Propose: r.propose,
 				Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
@@ -218,6 +228,9 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 	call := scripts.Extend{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner}.Call(m.scripts, m.names)
 	if r.permits > 0 {
 		call = scripts.PermitExtend{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits}.Call(m.scripts, m.names)
+	}
+	if r.set != nil {
+		call = scripts.ExtendAll{Keys: r.set.keys, Token: r.token, TTL: r.ttl}.Call(m.scripts, m.names)
 	}
 	v, err := m.eval(ctx, call)
 	if err != nil {
@@ -248,6 +261,11 @@ func decodeReleased(v any, err error) (scripts.Released, error) {
 func (m *master) releaseCall(r request) driver.Call {
 	sharded := m.drv.Sharded()
 	build := func() driver.Call {
+		if r.set != nil {
+			rel := scripts.ReleaseAll{Keys: r.set.keys, Token: r.token, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
+				Sharded: sharded, Fence: r.fence}
+			return rel.Call(m.scripts, m.names)
+		}
 		rel := scripts.Release{Key: r.key, Token: r.token, Owner: r.owner, Rollback: r.rollback, Tombstone: r.tombstone, TTL: r.ttl,
 			Sharded: sharded, Fence: r.fence, Keep: r.ttl + r.keep, Waiter: r.waiter, Ticket: r.ticket, Lease: r.lease}
 		if r.permits > 0 {
@@ -275,6 +293,9 @@ func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, 
 	call := f.Call
 	if r.permits > 0 {
 		call = f.PermitCall
+	}
+	if r.set != nil {
+		call = scripts.FenceAll{Keys: r.set.keys, Token: r.token, Fence: fence}.Call
 	}
 	v, err := m.eval(ctx, call(m.scripts, m.names))
 	if err != nil {

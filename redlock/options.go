@@ -284,6 +284,7 @@ type lockOptions struct {
 	// permits and quorum are a Semaphore's (see request): never set by a
 	// LockOption.
 	permits, quorum int
+	set             *keySet // LockAll's keys; nil for one key
 }
 
 // readHold makes the call a read hold of an RWLock, writeHold its write

@@ -126,7 +126,7 @@ func (l *Lock) release(ctx context.Context) error {
 		return err
 	}
 	if h := hear(res, res.Yes); h.freed {
-		c.hub.notify(l.req.key)
+		l.notifyFreed()
 		if res.OK() {
 			return nil
 		}

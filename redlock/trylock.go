@@ -26,8 +26,14 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 	if err != nil {
 		return nil, err
 	}
+	return c.tryOnce(ctx, OpTryLock, key, ttl, lo)
+}
+
+// tryOnce is the one attempt of a call op (TryLock, TryLockAll) on key,
+// its checks passed; it ends the call's work.
+func (c *Client) tryOnce(ctx context.Context, op Op, key string, ttl time.Duration, lo lockOptions) (_ *Lock, err error) {
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(OpTryLock, OpTryRLock), key)
+	ctx, obs := c.begin(ctx, lo.op(op, OpTryRLock), key)
 	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)

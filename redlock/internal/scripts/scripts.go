@@ -25,6 +25,8 @@ type Set struct {
 	// A read hold of an RWLock (see read.lua); the permit scripts extend,
 	// release and fence it.
 	Read *driver.Script
+	// A set of keys taken together (see acquireall.lua).
+	AcquireAll, ExtendAll, ReleaseAll, FenceAll *driver.Script
 
 	// rendered remembers durations as the scripts take them: a client
 	// mostly asks for the same few TTLs, and each would cost an allocation
@@ -72,10 +74,15 @@ func New() *Set {
 		PermitRelease: mkPermit("permitrelease"),
 		PermitFence:   mkPermit("permitfence"),
 		Read:          mkPermit("read"),
+		AcquireAll:    mk("acquireall"),
+		ExtendAll:     mk("extendall"),
+		ReleaseAll:    mk("releaseall"),
+		FenceAll:      mk("fenceall"),
 	}
 	s.Acquire.TakesHint = true
 	s.Permit.TakesHint = true
 	s.Read.TakesHint = true
+	s.AcquireAll.TakesHint = true
 	return s
 }
 
