@@ -10,5 +10,6 @@ func All() []*Scenario {
 	out = append(out, clusterFailovers()...)
 	out = append(out, queuedWaiters(), queuedWaitersLongLease())
 	out = append(out, semaphores()...)
-	return append(out, readersWriters()...)
+	out = append(out, readersWriters()...)
+	return append(out, keySets()...)
 }

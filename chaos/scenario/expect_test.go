@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -434,6 +435,50 @@ func TestExpectations_ReadersWriter(t *testing.T) {
 		}, true},
 		{"no hold after heal", on, func(r *Result) { r.Live.OK = false }, true},
 		{"control fired", control, func(r *Result) { r.C7 = beside }, false},
+		{"control silent", control, func(r *Result) {}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := result(tt.s)
+			tt.mutate(r)
+			if got := tt.s.Expect(r); tt.fails {
+				assert.NotEmpty(t, got)
+			} else {
+				assert.Empty(t, got)
+			}
+		})
+	}
+}
+
+func TestExpectations_KeySets(t *testing.T) {
+	ss := keySets()
+	on, control := ss[0], ss[1]
+	overlap := []check.Violation{{First: history.Hold{ID: 0, Key: "a"}, Second: history.Hold{ID: 1, Client: 1, Key: "a"}, Overlap: time.Millisecond}}
+	result := func(s *Scenario) *Result {
+		r := semaphoreResult(s)
+		for i := range r.Record.Holds {
+			r.Record.Holds[i].Token = strconv.Itoa(i)
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		s      *Scenario
+		mutate func(r *Result)
+		fails  bool
+	}{
+		{"as expected", on, func(r *Result) {}, false},
+		{"two holders of a key", on, func(r *Result) { r.C1 = overlap }, true},
+		{"no set while paused: stuck", on, func(r *Result) {
+			r.Record.Holds = slices.DeleteFunc(r.Record.Holds, func(h history.Hold) bool {
+				return h.Acquired >= time.Second && h.Acquired < 2*time.Second
+			})
+		}, true},
+		{"no set after the restart: stuck", on, func(r *Result) {
+			r.Record.Holds = slices.DeleteFunc(r.Record.Holds, func(h history.Hold) bool { return h.Acquired >= 3*time.Second })
+		}, true},
+		{"no lock after heal", on, func(r *Result) { r.Live.OK = false }, true},
+		{"control fired", control, func(r *Result) { r.C1 = overlap }, false},
 		{"control silent", control, func(r *Result) {}, true},
 	}
 	for _, tt := range tests {

@@ -239,11 +239,22 @@ func (s *Scenario) addrsOf(c cluster.Cluster, i int) []string {
 	return addrs
 }
 
-// holds returns, for a semaphore or a readers-writer scenario, the
-// function that takes a hold of the key for a client in place of Lock:
-// each client's semaphore of Permits on the key, or its RWLock, whose
-// holds are reads three times in four. It returns nil otherwise.
+// holds returns, for a semaphore, a readers-writer or a key-set scenario,
+// the function that takes a hold for a client in place of Lock: a permit
+// of each client's semaphore of Permits on the key; a hold of its RWLock,
+// a read three times in four; or one of Sets, all at once. It returns nil
+// otherwise.
 func (s *Scenario) holds(clients []*redlock.Client, keys []string) (func(context.Context, int, string, *rand.Rand) (*redlock.Lock, bool, error), error) {
+	if s.Sets != nil {
+		return func(ctx context.Context, i int, _ string, rng *rand.Rand) (*redlock.Lock, bool, error) {
+			set := s.Sets[0]
+			if rng != nil {
+				set = s.Sets[rng.IntN(len(s.Sets))]
+			}
+			l, err := clients[i].LockAll(ctx, set, s.TTL)
+			return l, false, err
+		}, nil
+	}
 	if s.Permits == 0 && !s.ReadWrite {
 		return nil, nil
 	}

@@ -85,6 +85,11 @@ type Scenario struct {
 	// (Mode is LockMode), three reads to one write. Checker C7 judges the
 	// run instead of C1, and C2 and C3 are not judged.
 	ReadWrite bool
+	// Sets, when set, are key sets the clients take at once with LockAll
+	// (Mode is LockMode), one drawn at random each time; Keys lists every
+	// key in them. Checker C1 judges each key's holds; C2 and C3 are not
+	// judged.
+	Sets [][]string
 	// Masters, when set, lists the masters each client is given, by index:
 	// a control gives clients sets that disagree. nil gives every client
 	// all of them.

@@ -232,12 +232,17 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	if err != nil {
 		return false
 	}
-	hold := history.Hold{
-		Client: i, Worker: k, Key: key, Token: l.Token(), Fence: l.Fence(),
-		Shared: shared, Acquired: end, Until: h.At(l.Until()),
+	// A set of keys taken at once (LockAll) is a hold of each of its keys.
+	keys := l.Keys()
+	holds := make([]history.Hold, len(keys))
+	for j, key := range keys {
+		holds[j] = history.Hold{
+			Client: i, Worker: k, Key: key, Token: l.Token(), Fence: l.FenceOf(key),
+			Shared: shared, Acquired: end, Until: h.At(l.Until()),
+		}
+		holds[j].ID = h.Acquire(holds[j])
 	}
-	hold.ID = h.Acquire(hold)
-	w.critical(ctx, i, rng, l, hold)
+	w.critical(ctx, i, rng, l, holds)
 	return true
 }
 
@@ -246,18 +251,20 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 // to the fenced store, and release. A holder caught at the gate also
 // extends before it releases, which is how a paused client learns that its
 // lock is gone.
-func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlock.Lock, hold history.Hold) {
+func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlock.Lock, holds []history.Hold) {
 	h := w.cfg.History
 	// Releases and extensions must happen even when the run is ending.
 	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 
 	if w.cfg.Acquire != nil {
-		// Holders may share the key: the critical section only holds it.
+		// Holders may share the key, or hold several: the critical section
+		// only holds them.
 		time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
-		w.release(after, l, hold)
+		w.release(after, l, holds...)
 		return
 	}
+	hold := holds[0]
 	before := w.cfg.Set.Read(hold.Key)
 	time.Sleep(time.Duration(rng.Int64N(int64(w.cfg.Pause) + 1)))
 	if l.Validity() <= 0 {
@@ -277,12 +284,17 @@ func (w *Workload) critical(ctx context.Context, i int, rng *rand.Rand, l *redlo
 	w.release(after, l, hold)
 }
 
-// release releases l and records it in hold.
-func (w *Workload) release(ctx context.Context, l *redlock.Lock, hold history.Hold) {
+// release releases l and records it in each of its holds.
+func (w *Workload) release(ctx context.Context, l *redlock.Lock, holds ...history.Hold) {
 	h := w.cfg.History
-	h.UpdateHold(hold.ID, func(x *history.Hold) { x.Released = h.Now() })
+	now := h.Now()
+	for _, hold := range holds {
+		h.UpdateHold(hold.ID, func(x *history.Hold) { x.Released = now })
+	}
 	err := l.Release(ctx)
-	h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr, x.Done = err, true })
+	for _, hold := range holds {
+		h.UpdateHold(hold.ID, func(x *history.Hold) { x.ReleaseErr, x.Done = err, true })
+	}
 }
 
 // sleep waits d or until ctx is done, and reports whether it waited d.
