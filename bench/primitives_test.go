@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -44,6 +45,41 @@ func newQuorumSemaphore(tb testing.TB, addrs []string) *QuorumSemaphore {
 	q := NewQuorumSemaphore(c, semPermits, lockTTL, redlock.WithEveryMaster())
 	tb.Cleanup(func() { q.Close() })
 	return q
+}
+
+// newQuorumPair is the library taking two keys per lock, at once or one
+// after the other, on fresh pipelined connections, restart guard off.
+func newQuorumPair(tb testing.TB, addrs []string, atOnce bool) *QuorumPair {
+	tb.Helper()
+	ps := newPools(tb, addrs)
+	ms := make([]driver.Master, len(ps))
+	for i, p := range ps {
+		ms[i] = p
+	}
+	c, err := redlock.New(ms, redlock.WithRestartGuard(0))
+	require.NoError(tb, err)
+	q := NewQuorumPair(c, lockTTL, atOnce)
+	tb.Cleanup(func() { q.Close() })
+	return q
+}
+
+// TestQuorumPair_TakesBothKeysAndLeavesNothing runs both ways of taking
+// two keys briefly on new keys: no failure, nothing left.
+func TestQuorumPair_TakesBothKeysAndLeavesNothing(t *testing.T) {
+	cl := startTestbed(t)
+	for _, atOnce := range []bool{true, false} {
+		prefix := fmt.Sprintf("pair:%v", atOnce)
+		r, err := RunParallel(context.Background(), newQuorumPair(t, cl.addrs, atOnce), prefix, 8, 400, time.Second)
+		require.NoError(t, err)
+		assert.Zero(t, r.Errors, "first error: %v", r.FirstErr)
+		assert.Positive(t, r.Ops)
+		for _, a := range cl.addrs {
+			assert.Eventually(t, func() bool {
+				keys, err := redis.Strings(do(t, a, "KEYS", prefix+":*"), nil)
+				return err == nil && len(keys) == 0
+			}, 2*time.Second, 5*time.Millisecond, "keys of %s left on %s", prefix, a)
+		}
+	}
 }
 
 // semVariants are the semaphore's contenders: 64 goroutines of one client,
@@ -90,7 +126,8 @@ func TestSemaphore_Contended_KeepsTheBound(t *testing.T) {
 }
 
 // TestReportPrimitives measures the semaphore of semPermits permits, each
-// held semHold, under 64 goroutines against the single-master floor, in rounds with the
+// held semHold, under 64 goroutines against the single-master floor, and
+// two keys taken at once with TryLockAll against two TryLocks in turn, in rounds with the
 // contenders in rotating order, and prints the table; it runs with
 // TestReport (make bench-report).
 //
@@ -103,9 +140,20 @@ func TestReportPrimitives(t *testing.T) {
 	cl := startTestbed(t)
 	ctx := context.Background()
 	vs := semVariants(t, cl.addrs, "sem:report")
+	pairs := []struct {
+		name string
+		q    *QuorumPair
+	}{{"lockall", newQuorumPair(t, cl.addrs, true)}, {"two-locks", newQuorumPair(t, cl.addrs, false)}}
 	var all []Round
 	for r := range rounds {
 		round := Round{}
+		for _, p := range rotate(pairs, r) {
+			res, err := RunParallel(ctx, p.q, fmt.Sprintf("pair:%s:%d", p.name, r), parGoroutines, parMaxOps, parMaxTime)
+			require.NoError(t, err)
+			round["pair/"+p.name+"/ops"] = res.OpsPerSec()
+			round["pair/"+p.name+"/errors"] = float64(res.Errors)
+			settle()
+		}
 		for _, v := range rotate(vs, r) {
 			res, err := RunContention(ctx, ContentionConfig{
 				Key: semKey("sem:report", v.name), Waiters: v.waiters, Duration: contendTime, MaxLocks: contendMaxLock, Permits: semPermits, Hold: semHold,
@@ -139,6 +187,20 @@ func TestReportPrimitives(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "\n%s ÷ semfloor, same rounds: %s\n", v.name, Summarise(xs).Format("%.2f×"))
 	}
+	fmt.Fprintf(&b, "\n## Two keys per lock, 64 goroutines, new keys (%d rounds)\n\n", rounds)
+	fmt.Fprintf(&b, "| contender | pairs/s | failed attempts |\n|---|---|---|\n")
+	for _, p := range pairs {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", p.name,
+			Summarise(Series(all, "pair/"+p.name+"/ops")).Format("%.0f"),
+			Summarise(Series(all, "pair/"+p.name+"/errors")).Format("%.0f"))
+	}
+	var xs []float64
+	for _, rd := range all {
+		if x, ok := Ratio("pair/lockall/ops", "pair/two-locks/ops")(rd); ok {
+			xs = append(xs, x)
+		}
+	}
+	fmt.Fprintf(&b, "\nlockall ÷ two-locks, same rounds: %s\n", Summarise(xs).Format("%.2f×"))
 	t.Log(b.String())
 	if out := os.Getenv(reportOutEnv); out != "" {
 		f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

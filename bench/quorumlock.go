@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/quorumlock/quorumlock/redlock"
@@ -75,3 +76,50 @@ func (q *QuorumSemaphore) Lock(ctx context.Context, key string) (Held, error) {
 
 // Close closes the client.
 func (q *QuorumSemaphore) Close() error { return q.c.Close() }
+
+// QuorumPair takes two keys for each key it is given, key+"/1" and
+// key+"/2": at once with TryLockAll (AtOnce), or one TryLock after the
+// other.
+type QuorumPair struct {
+	c      *redlock.Client
+	ttl    time.Duration
+	AtOnce bool
+}
+
+var _ Locker = (*QuorumPair)(nil)
+
+// NewQuorumPair wraps a client; Close closes it.
+func NewQuorumPair(c *redlock.Client, ttl time.Duration, atOnce bool) *QuorumPair {
+	return &QuorumPair{c: c, ttl: ttl, AtOnce: atOnce}
+}
+
+// TryLock takes both keys, or neither.
+func (q *QuorumPair) TryLock(ctx context.Context, key string) (Held, error) {
+	keys := []string{key + "/1", key + "/2"}
+	if q.AtOnce {
+		l, err := q.c.TryLockAll(ctx, keys, q.ttl)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	first, err := q.c.TryLock(ctx, keys[0], q.ttl)
+	if err != nil {
+		return nil, err
+	}
+	second, err := q.c.TryLock(ctx, keys[1], q.ttl)
+	if err != nil {
+		return nil, errors.Join(err, first.Release(ctx))
+	}
+	return heldPair{first, second}, nil
+}
+
+// Close closes the client.
+func (q *QuorumPair) Close() error { return q.c.Close() }
+
+// heldPair is two locks taken one after the other, released in turn.
+type heldPair [2]*redlock.Lock
+
+func (p heldPair) Release(ctx context.Context) error {
+	return errors.Join(p[1].Release(ctx), p[0].Release(ctx))
+}
