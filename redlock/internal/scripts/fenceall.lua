@@ -9,5 +9,5 @@ local n = #KEYS - 1
 for i = 1, n do
   if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
-lib().raiseCounter('', KEYS[n + 1], ARGV[2], 0, '')
+lib().raiseFloorTo(KEYS[n + 1], ARGV[2])
 return 1

@@ -56,6 +56,13 @@ local function lib()
     return c
   end
 
+  -- raiseFloorTo raises the floor to fence, for a grant that keeps no
+  -- record of its own (a permit, a read hold, a set): so that every later
+  -- count here is above it.
+  local function raiseFloorTo(floor, fence)
+    raiseFloor(floor, tonumber(fence), tonumber(redis.call('MGET', floor)[1]))
+  end
+
   -- plainRecord returns the count a plain lock's record v ("<count>
   -- <token>", or nil) holds when it names token, else nil: a record left by
   -- another grant of the key, or none, says nothing of token's.
@@ -236,7 +243,7 @@ local function lib()
     return c
   end
 
-  return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter, plainRecord = plainRecord,
+  return {clockSeed = clockSeed, raiseFloor = raiseFloor, raiseCounter = raiseCounter, raiseFloorTo = raiseFloorTo, plainRecord = plainRecord,
     fenceEpoch = fenceEpoch, counter = counter, queueHead = queueHead, enqueue = enqueue,
     announce = announce, clock = clock, countGrant = countGrant}
 end

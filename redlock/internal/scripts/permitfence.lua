@@ -4,5 +4,5 @@
 -- ARGV[1] token, ARGV[2] fence.
 -- Returns 1 when done, 0 when this node holds no permit of the token.
 if not livePermit(KEYS[1], ARGV[1], lib().clock()) then return 0 end
-lib().raiseFloor(KEYS[2], tonumber(ARGV[2]), tonumber(redis.call('MGET', KEYS[2])[1]))
+lib().raiseFloorTo(KEYS[2], ARGV[2])
 return 1

@@ -23,7 +23,7 @@ if not livePermit(sem, token, now) then
   redis.pcall('ZREM', sem, token) -- an ended permit's member goes too
   return 0
 end
-if fence ~= '' then L.raiseFloor(floor, tonumber(fence), tonumber(redis.call('MGET', floor)[1])) end
+if fence ~= '' then L.raiseFloorTo(floor, fence) end
 redis.call('ZREM', sem, token)
 keepPermits(sem, rec, now)
 if waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then

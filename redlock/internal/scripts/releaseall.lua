@@ -22,7 +22,7 @@ for i = 1, n do
 end
 if #mine == 0 then return 0 end
 local L = lib()
-if fence ~= '' then L.raiseCounter('', KEYS[n + 2], fence, 0, '') end
+if fence ~= '' then L.raiseFloorTo(KEYS[n + 2], fence) end
 local out = 1
 for _, i in ipairs(mine) do
   redis.call('DEL', KEYS[i])
