@@ -176,21 +176,26 @@ func TestIntegration_Queue_DeadWaiterHoldsUpTheLineAtMostItsLease(t *testing.T) 
 			placeOn(t, holder, "dead", "ghost", 1, lease)
 			placed := time.Now()
 			next := client(t, srv, WithQueueLease(lease))
-			got := make(chan time.Time, 1)
+			type taken struct {
+				l  *Lock
+				at time.Time
+			}
+			got := make(chan taken, 1)
 			go func() {
 				l, err := next.Lock(ctx, "dead", time.Second)
 				if assert.NoError(t, err) {
-					got <- time.Now()
-					assert.NoError(t, l.Release(ctx))
+					got <- taken{l, time.Now()}
 				}
 			}()
 			waitQueued(t, "dead", 2, srv)
 			require.NoError(t, l.Release(ctx))
 			select {
-			case at := <-got:
-				waited := at.Sub(placed)
+			case tk := <-got:
+				waited := tk.at.Sub(placed)
 				t.Logf("the next waiter had the key %v after the dead one's last renewal", waited)
 				assert.Less(t, waited, lease*4/3+250*time.Millisecond, "held up longer than the lease allows")
+				// Released here, before the test's ctx is cancelled.
+				assert.NoError(t, tk.l.Release(ctx))
 			case <-time.After(10 * time.Second):
 				t.Fatal("the dead waiter held up the line for good")
 			}
