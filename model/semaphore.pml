@@ -8,7 +8,7 @@
  * holder's validity still runs. The claim is that q = floor(N·K/(K+1)) + 1
  * keeps the holders at K or fewer (property 8): K+1 holders would need
  * (K+1)·q grants, and N masters admit only N·K. A majority is not enough
- * for K >= 2 (the control majority-quorum).
+ * for K >= 2 (the control permits-over-a-majority).
  *
  * One process runs every event atomically:
  *
@@ -19,7 +19,8 @@
  *               gets no reply: a timeout);
  *   a master    crashes and restarts empty, and is in quarantine (the
  *               restart guard) until every validity window that was running
- *               when it came back has ended; a permit expires.
+ *               when it came back has ended; a permit goes (its release
+ *               or roll-back arrives) or expires.
  *
  * After each event every attempt that can decide does: q counted votes and
  * a validity still running hold the permit; once q are out of reach, the
