@@ -214,7 +214,8 @@ compile() {
 # end, whether it compiled or not.
 build() {
 	local dir=$1 search=$2 size=$3
-	cp "$here/$(model_of "$size")" "$dir/"
+	# the primitives' models include what they share
+	cp "$here/$(model_of "$size")" "$here/primitives.pml" "$dir/"
 	# -O2 without the passes that take long on pan.c's one large function
 	# and gain the search nothing measurable: half the compile time.
 	local opt="-O2 -fno-gcse -fno-tree-pre -fno-ipa-cp -fno-schedule-insns2 -fno-reorder-blocks"

@@ -35,6 +35,8 @@
 #define NC 3            /* clients: 2 or 3 */
 #endif
 
+#include "primitives.pml"
+
 /* ------------------------------------------------------ what runs, and
  * the safeguards: as the design has them, unless a control changes one. */
 
@@ -54,16 +56,6 @@ hidden int CHECK = 1536; /* asserted properties: bit n-1 for property n (10, 11)
 SWITCH ATOMIC = 1;      /* 1: all keys of the set or none, in one step per master;
                            0: one key at a time, holding those taken */
 
-c_decl {
-	extern char *getenv(const char *);
-	extern int atoi(const char *);
-	/* envOr is the environment variable name as a number, or def. */
-	static int envOr(const char *name, int def) {
-		const char *v = getenv(name);
-		return v != 0 && *v != 0 ? atoi(v) : def;
-	}
-}
-
 #define READ_SWITCHES c_code { \
 	SETS = envOr("QL_SETS", SETS); \
 	BFIRST = envOr("QL_BFIRST", BFIRST); \
@@ -76,30 +68,6 @@ c_decl {
 
 #define Q (NM/2 + 1)
 
-/* ------------------------------------------------------ iteration macros */
-
-#if NM == 3
-#define FORM(F) F(0) F(1) F(2)
-#define FORM2(F,a) F(a,0) F(a,1) F(a,2)
-#elif NM == 5
-#define FORM(F) F(0) F(1) F(2) F(3) F(4)
-#define FORM2(F,a) F(a,0) F(a,1) F(a,2) F(a,3) F(a,4)
-#else
-#error NM must be 3 or 5
-#endif
-
-#if NC == 2
-#define FORC(F) F(0) F(1)
-#define FORCD(F, a) F(a, 0) F(a, 1)
-#define FORCM(F) FORM2(F,0) FORM2(F,1)
-#elif NC == 3
-#define FORC(F) F(0) F(1) F(2)
-#define FORCD(F, a) F(a, 0) F(a, 1) F(a, 2)
-#define FORCM(F) FORM2(F,0) FORM2(F,1) FORM2(F,2)
-#else
-#error NC must be 2 or 3
-#endif
-
 /* ------------------------------------------------------------- state */
 
 /* Everything about master m is one number, ms[m], so that sorting the
@@ -109,7 +77,6 @@ c_decl {
  *   3 bits per client   the client's request there and its answer (S_) */
 int ms[NM];
 
-#define CB(c) (1 << (c))
 #define KB(k) (1 << (k))
 #define HOLDER(m, k) ((ms[m] >> (2*(k))) & 3)
 #define SETHOLDER(m, k, v) ms[m] = (ms[m] & ~(3 << (2*(k)))) | ((v) << (2*(k)))
@@ -118,15 +85,6 @@ int ms[NM];
 #define SB(c) (4 + 3*(c))
 #define SLOT(m, c) ((ms[m] >> SB(c)) & 7)
 #define SETSLOT(m, c, v) ms[m] = (ms[m] & ~(7 << SB(c))) | ((v) << SB(c))
-
-/* a client's request on a master, and its answer */
-#define S_NONE 0
-#define S_ACQ  1        /* acquire sent, not answered yet */
-#define S_YES  2        /* granted */
-#define S_DONE 3        /* refused */
-#define S_LATE 4        /* acquire still out after its try decided: it may land */
-#define S_NOREP 5       /* no reply: it may have run */
-#define OUT(s) ((s) == S_ACQ || (s) == S_LATE)
 
 /* clients */
 #define P_IDLE 0
@@ -141,10 +99,6 @@ byte cur[NC];           /* one key at a time: the key the try takes */
 bit wk[NC];             /* a key of its set was freed since its try began */
 byte ck[NC];            /* attempts begun, counted only with ATTEMPTS */
 
-/* For the trail only: the masters' names before symmetry renamed them. */
-hidden byte mname[NM];
-#define MN(m) mname[m]
-
 #define SET(c) ((SETS >> (2*(c))) & 3)
 /* what a try asks each master for: the whole set, or the key it takes */
 #define ASK(c) (ATOMIC -> SET(c) : KB(cur[c]))
@@ -155,13 +109,6 @@ hidden byte mname[NM];
 	((ph[c] == P_WAIT || ph[c] == P_NEXT) -> hk[c] : 0)))
 
 /* -------------------------------------------------------- properties */
-
-#define ON(n) ((CHECK >> ((n)-1)) & 1)
-#define PROP(n, c) \
-	if \
-	:: ON(n) && !(c) -> printf("PROPERTY %d VIOLATED\n", n); assert(c) \
-	:: else -> skip \
-	fi
 
 /* the keys client c holds, inside its validity */
 #define HELDKEYS(c) (!live[c] -> 0 : (ph[c] == P_HELD -> SET(c) : (ATOMIC -> 0 : hk[c])))
@@ -197,23 +144,9 @@ inline acquire(c, m) {
  * on any master but those it holds */
 #define CLEANM(c, m) && SLOT(m, c) == S_NONE && (KEYSOF(m, c) & ~hk[c]) == 0
 #define CLEAN(c) (1 FORM2(CLEANM, c))
-#define YESM(c, m) + (SLOT(m, c) == S_YES)
-#define OUTM(c, m) + (SLOT(m, c) == S_ACQ)
 #define NOREPM(c, m) || SLOT(m, c) == S_NOREP
-#define YES(c) (0 FORM2(YESM, c))
-#define PEND(c) (0 FORM2(OUTM, c))
 
-/* Once a try has decided, what it was told is forgotten; an acquire
- * still out may land later. Keys it took where it failed stay until they
- * go (an event): the roll-back arrives, or they expire. */
-#define FORGETM(c, m) \
-	if \
-	:: SLOT(m, c) == S_ACQ -> SETSLOT(m, c, S_LATE) \
-	:: SLOT(m, c) == S_YES || SLOT(m, c) == S_DONE || SLOT(m, c) == S_NOREP -> SETSLOT(m, c, S_NONE) \
-	:: else -> skip \
-	fi;
 
-#define SENDM(c, m) SETSLOT(m, c, S_ACQ);
 
 inline sayKeys(x) {
 	if
@@ -352,24 +285,6 @@ inline happen() {
 		FORC(WAKE)
 		skip }
 	fi
-}
-
-/* ---------------------------------------------------------- symmetry */
-
-/* Masters are interchangeable: they are sorted by their numbers, so that
- * states that differ only by a renaming of the masters are one state. */
-inline canon() {
-	for (i : 1 .. NM-1) {
-		for (j : 0 .. NM-2) {
-			if
-			:: ms[j] > ms[j+1] ->
-				x = ms[j]; ms[j] = ms[j+1]; ms[j+1] = x;
-				x = mname[j]; mname[j] = mname[j+1]; mname[j+1] = x
-			:: else -> skip
-			fi
-		}
-	}
-	i = 0; j = 0; x = 0
 }
 
 #define WAITS(c) || ph[c] == P_WAIT

@@ -28,6 +28,8 @@
 #define NC 3            /* clients: 2 or 3 */
 #endif
 
+#include "primitives.pml"
+
 /* ------------------------------------------------------ what runs, and
  * the safeguards: as the design has them, unless a control changes one. */
 
@@ -49,16 +51,6 @@ SWITCH WPREF = 1;       /* a reader is refused where a writer waits (writer pref
 SWITCH GUARD = 1;       /* a master in restart quarantine does not vote */
 SWITCH GUARD_WIN = 1;   /* ... until every window running at its restart has ended */
 
-c_decl {
-	extern char *getenv(const char *);
-	extern int atoi(const char *);
-	/* envOr is the environment variable name as a number, or def. */
-	static int envOr(const char *name, int def) {
-		const char *v = getenv(name);
-		return v != 0 && *v != 0 ? atoi(v) : def;
-	}
-}
-
 #define READ_SWITCHES c_code { \
 	WRITERS = envOr("QL_WRITERS", WRITERS); \
 	READERS = envOr("QL_READERS", READERS); \
@@ -77,33 +69,6 @@ c_decl {
 /* The quorums. */
 #define MAJ (NM/2 + 1)
 #define QOF(c) (wr[c] -> MAJ : (RQ == 0 -> MAJ : RQ))
-/* ------------------------------------------------------ iteration macros */
-
-#if NM == 3
-#define FORM(F) F(0) F(1) F(2)
-#define FORM2(F,a) F(a,0) F(a,1) F(a,2)
-#elif NM == 4
-#define FORM(F) F(0) F(1) F(2) F(3)
-#define FORM2(F,a) F(a,0) F(a,1) F(a,2) F(a,3)
-#elif NM == 5
-#define FORM(F) F(0) F(1) F(2) F(3) F(4)
-#define FORM2(F,a) F(a,0) F(a,1) F(a,2) F(a,3) F(a,4)
-#else
-#error NM must be 3, 4 or 5
-#endif
-
-#if NC == 2
-#define FORC(F) F(0) F(1)
-#define FORCX(F) F(0) F(1)
-#define FORCM(F) FORM2(F,0) FORM2(F,1)
-#elif NC == 3
-#define FORC(F) F(0) F(1) F(2)
-#define FORCX(F) F(0) F(1) F(2)
-#define FORCM(F) FORM2(F,0) FORM2(F,1) FORM2(F,2)
-#else
-#error NC must be 2 or 3
-#endif
-
 /* ------------------------------------------------------------- state */
 
 /* Everything about master m is one number, ms[m], so that sorting the
@@ -116,8 +81,6 @@ c_decl {
  *   3 bits per client   the client's request there and its answer (S_) */
 int ms[NM];
 
-#define CB(c) (1 << (c))
-#define ALLC ((1 << NC) - 1)
 #define RDS(m) (ms[m] & ALLC)
 #define WRT(m) ((ms[m] >> NC) & ALLC)
 #define WWT(m) ((ms[m] >> (2*NC)) & ALLC)
@@ -133,15 +96,6 @@ int ms[NM];
 #define SETQUAR(m, b) ms[m] = (ms[m] & ~(1 << (3*NC))) | ((b) << (3*NC))
 #define SETRWIN(m, x) ms[m] = (ms[m] & ~(ALLC << (3*NC+1))) | ((x) << (3*NC+1))
 
-/* a client's request on a master, and its answer */
-#define S_NONE 0
-#define S_ACQ  1        /* acquire sent, not answered yet */
-#define S_YES  2        /* granted, and the vote counts */
-#define S_DONE 3        /* answered without a vote that counts: refused, granted by
-                           a master in quarantine, or no reply (it may have run) */
-#define S_LATE 4        /* acquire still out after its attempt decided: it may land */
-#define OUT(s) ((s) == S_ACQ || (s) == S_LATE)
-
 /* clients */
 #define P_IDLE 0
 #define P_ACQ  1        /* the attempt's fan-out is out */
@@ -153,18 +107,7 @@ byte ck[NC];            /* attempts begun, counted only with ATTEMPTS */
 
 byte restarts;
 
-/* For the trail only: the masters' names before symmetry renamed them. */
-hidden byte mname[NM];
-#define MN(m) mname[m]
-
 /* -------------------------------------------------------- properties */
-
-#define ON(n) ((CHECK >> ((n)-1)) & 1)
-#define PROP(n, c) \
-	if \
-	:: ON(n) && !(c) -> printf("PROPERTY %d VIOLATED\n", n); assert(c) \
-	:: else -> skip \
-	fi
 
 #define HOLDS(c) (ph[c] == P_HELD && live[c])
 #define HOLDC(c) + HOLDS(c)
@@ -198,23 +141,8 @@ inline acquire(c, m) {
 
 #define NOTHINGM(c, m) && SLOT(m, c) == S_NONE && !HAS(m, c)
 #define NOTHING(c) (1 FORM2(NOTHINGM, c))
-#define YESM(c, m) + (SLOT(m, c) == S_YES)
-#define OUTM(c, m) + (SLOT(m, c) == S_ACQ)
-#define YES(c) (0 FORM2(YESM, c))
-#define PEND(c) (0 FORM2(OUTM, c))
 
-/* Once an attempt has decided, what it was told is forgotten; an acquire
- * still out may land later. Its entries stay where they are until they go
- * (an event): a release or roll-back that arrives, or the entry's
- * expiry, which are the same to every other client. */
-#define FORGETM(c, m) \
-	if \
-	:: SLOT(m, c) == S_ACQ -> SETSLOT(m, c, S_LATE) \
-	:: SLOT(m, c) == S_YES || SLOT(m, c) == S_DONE -> SETSLOT(m, c, S_NONE) \
-	:: else -> skip \
-	fi;
 
-#define SENDM(c, m) SETSLOT(m, c, S_ACQ);
 #define CLEARRW(c, m) SETRWIN(m, RWIN(m) & ~CB(c));
 
 /* Client c begins an attempt, a reader's or a writer's: a new token, a new
@@ -367,24 +295,6 @@ inline happen() {
 		x = 0;
 		SETQUAR(em, 0); SETRWIN(em, 0)
 	fi
-}
-
-/* ---------------------------------------------------------- symmetry */
-
-/* Masters are interchangeable: they are sorted by their numbers, so that
- * states that differ only by a renaming of the masters are one state. */
-inline canon() {
-	for (i : 1 .. NM-1) {
-		for (j : 0 .. NM-2) {
-			if
-			:: ms[j] > ms[j+1] ->
-				x = ms[j]; ms[j] = ms[j+1]; ms[j+1] = x;
-				x = mname[j]; mname[j] = mname[j+1]; mname[j+1] = x
-			:: else -> skip
-			fi
-		}
-	}
-	i = 0; j = 0; x = 0
 }
 
 active proctype System() {
