@@ -65,9 +65,10 @@ benchtest:
 fencingtest:
 	@if [ -f fencing/sqltest/go.mod ]; then cd fencing/sqltest && $(GO) test -count=1 ./...; fi
 
-# The protocol's Promela model, checked with Spin: the exhaustive checks and
+# The Promela models (the lock, its waiting queue, the semaphore, the
+# read-write lock and LockAll), checked with Spin: the exhaustive checks and
 # every negative control (see model/README.md). model-deep runs the longer
-# bounded searches, outside make test.
+# searches, outside make test.
 model:
 	model/check.sh
 

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Checks the lock's Promela model with Spin. See README.md beside this file.
+# Checks the Promela models with Spin. See README.md beside this file.
 #
-#   model/check.sh         the exhaustive checks of both models (the lock's:
+#   model/check.sh         the exhaustive checks of every model (the lock's:
 #                          N=3, 2 clients; the waiting queue's: N=3, 2 or 3
-#                          waiters) and every negative control: what `make
-#                          model` runs
+#                          waiters; the semaphore's: N=3, 3 clients; the
+#                          read-write lock's and LockAll's: N=3, 2 clients)
+#                          and every negative control: what `make model`
+#                          runs
 #   model/check.sh deep    the longer searches: hand-over with extension
 #                          and restarts of every kind with extension
 #                          (exhaustive), bounded bitstate searches of N=3
 #                          with every feature at once and of N=5 with 3
-#                          clients, and the queue with 3 waiters under every
-#                          partition (exhaustive)
+#                          clients, the queue with 3 waiters under every
+#                          partition, the semaphore on N=4 and N=5, and
+#                          LockAll with 3 clients (exhaustive)
 #
 # A check passes when Spin's search is complete and finds no violation. A
 # control (one safeguard removed) and a finding (the code or the design as it
 # was where the model showed a bug) pass only when Spin finds a
 # counterexample, and the counterexample violates the property the control
-# is for: an assertion, or, for the queue's progress, a cycle of rounds in
-# which no waiter ever gets the key. Anything else fails the run, loudly,
+# is for: an assertion, or, for the queue's progress and LockAll's, a cycle
+# in which no waiter ever gets the key. Anything else fails the run, loudly,
 # with the trail when there is one.
 #
 # The models' sizes are compiled in; what runs and the safeguards are read
@@ -52,6 +55,13 @@ S_HANDOFF="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
 S_DEEP3="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
 S_DEEP5="quorumlock.pml -DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
 S_QUEUE="queue.pml -DNM=3 -DNW=3"
+# The primitives of issue 30: masters and clients.
+S_SEM3="semaphore.pml -DNM=3 -DNC=3"
+S_SEM4="semaphore.pml -DNM=4 -DNC=3"
+S_SEM5="semaphore.pml -DNM=5 -DNC=3"
+S_RW="rwlock.pml -DNM=3 -DNC=2"
+S_MK2="multikey.pml -DNM=3 -DNC=2"
+S_MK3="multikey.pml -DNM=3 -DNC=3"
 
 # The configurations: a size, and what runs in it: who extends (bit per
 # client) and how often, who hands over, master restarts and their kinds
@@ -79,6 +89,20 @@ QABSTAIN="$S_QUEUE|NWAIT=3 PART=0 NAB=1 BOUND=4"
 QMINORITY="$S_QUEUE|NWAIT=3 PART=2 NAB=0 BOUND=5"
 QPARTITION="$S_QUEUE|NWAIT=2 PART=1 NAB=1 BOUND=5"
 QEVERY="$S_QUEUE|NWAIT=3 PART=1 NAB=0 BOUND=5"
+# The semaphore's, the read-write lock's and LockAll's: permits (K), master
+# restarts, lost requests, expiry, and attempts per client (0: no bound);
+# for LockAll, the clients' sets (2 bits each: a, b) and who takes b first.
+SEM3="$S_SEM3|K=2 NRS=1 LOSS=1 EXPIRY=1 ATTEMPTS=0"
+SEM3K1="$S_SEM3|K=1 NRS=1 LOSS=1 EXPIRY=1 ATTEMPTS=0"
+SEM4="$S_SEM4|K=2 NRS=1 LOSS=0 EXPIRY=1 ATTEMPTS=0"
+SEM5="$S_SEM5|K=2 NRS=1 LOSS=0 EXPIRY=0 ATTEMPTS=1"
+SEMONE4="$S_SEM4|K=2 NRS=1 LOSS=0 EXPIRY=0 ATTEMPTS=1"
+SEMONE5="$S_SEM5|K=2 NRS=0 LOSS=0 EXPIRY=0 ATTEMPTS=1"
+RW="$S_RW|NRS=1 LOSS=1 EXPIRY=1 ATTEMPTS=0"
+RWONE="$S_RW|NRS=0 LOSS=0 EXPIRY=0 ATTEMPTS=1"
+MK2="$S_MK2|SETS=15 BFIRST=2 LOSS=1 EXPIRY=1 ATTEMPTS=0"
+MK3="$S_MK3|SETS=43 BFIRST=2 LOSS=1 EXPIRY=1 ATTEMPTS=0"
+MKSTABLE="$S_MK2|SETS=15 BFIRST=2 LOSS=0 EXPIRY=0 ATTEMPTS=0"
 
 # name | kind | size | what runs | switches (and what runs, changed for a
 # control) | properties checked (bit n-1 for property n) | what the run must
@@ -112,6 +136,20 @@ runs_quick=(
 	"renewing-from-minority|control|$QMINORITY|MINORITY=0|64|property 7"
 	"grant-leaves-the-queue|finding|$QPARTITION|KEEP=0 BOUND=0|0|a cycle without progress"
 	"minority-rule-counts-answers|finding|$QPARTITION|MINORITY=1 BOUND=0|0|a cycle without progress"
+	"semaphore|check|$SEM3||128|no violation"
+	"semaphore-one-permit|check|$SEM3K1||128|no violation"
+	"semaphore-n4-one-attempt|check|$SEMONE4||128|no violation"
+	"permits-over-a-majority|control|$SEM3|PQ=0 NRS=0 LOSS=0 EXPIRY=0 ATTEMPTS=1|128|property 8"
+	"permits-over-a-majority-n5|control|$SEMONE5|PQ=0|128|property 8"
+	"permits-guard-off|control|$SEMONE4|GUARD=0|128|property 8"
+	"permits-guard-window-too-short|control|$SEMONE4|GUARD_WIN=0|128|property 8"
+	"rwlock|check|$RW||256|no violation"
+	"reader-ignores-writer|control|$RWONE|RWRITER=0|256|property 9"
+	"reader-quorum-of-one|control|$RWONE|RQ=1|256|property 9"
+	"rwlock-guard-off|control|$RWONE|GUARD=0 NRS=1|256|property 9"
+	"lockall|check|$MK2||1536|no violation"
+	"lockall-one-key-at-a-time|control|$MKSTABLE|ATOMIC=0 ATTEMPTS=1|1024|property 11"
+	"lockall-split-votes|finding|$MKSTABLE||0|a cycle without progress"
 )
 runs_deep=(
 	"restart-every-kind|check|$RESTARTX||31|no violation"
@@ -121,6 +159,9 @@ runs_deep=(
 	"restart-queue|check|$RESTARTQ||31|no violation"
 	"handoff-queue|check|$HANDOFFQ||31|no violation"
 	"queue-every-partition|check|$QEVERY||96|no violation"
+	"semaphore-n4|check|$SEM4||128|no violation"
+	"semaphore-n5-one-attempt|check|$SEM5||128|no violation"
+	"lockall-3-callers|check|$MK3||1536|no violation"
 )
 # Minutes each bounded search may take, checked every 100000 states.
 deep_minutes="${MODEL_DEEP_MINUTES:-3}"
@@ -173,7 +214,8 @@ compile() {
 # end, whether it compiled or not.
 build() {
 	local dir=$1 search=$2 size=$3
-	cp "$here/$(model_of "$size")" "$dir/"
+	# the primitives' models include what they share
+	cp "$here/$(model_of "$size")" "$here/primitives.pml" "$dir/"
 	# -O2 without the passes that take long on pan.c's one large function
 	# and gain the search nothing measurable: half the compile time.
 	local opt="-O2 -fno-gcse -fno-tree-pre -fno-ipa-cp -fno-schedule-insns2 -fno-reorder-blocks"
@@ -222,17 +264,22 @@ run() {
 		echo "no verifier: see $(dirname "$bin")/log.txt" >"$dir/log.txt"
 		return
 	fi
-	local panflags
+	local panflags depth=100000
+	# The primitives' models let every client try again without a bound:
+	# a depth-first search goes deep.
+	case "$model" in
+	semaphore.pml | rwlock.pml | multikey.pml) depth=4000000 ;;
+	esac
 	case "$kind" in
-	check) panflags="-m100000 -w24" ;;
+	check) panflags="-m$depth -w24" ;;
 	# Stops at the first counterexample; restarts and held-back requests
 	# come first in this order, which finds them sooner.
-	control | finding) panflags="-m100000 -w22 -t_reverse" ;;
+	control | finding) panflags="-m$depth -w22 -t_reverse" ;;
 	bounded) panflags="-m1000000 -w31 -Q$deep_minutes" ;;
 	esac
 	# A search for a cycle in which no progress is made (-l), in the
 	# default order: its first cycle starts from the emptier queues.
-	[ "$search" = cycle ] && panflags="-m100000 -w22 -l"
+	[ "$search" = cycle ] && panflags="-m$depth -w22 -l"
 	(
 		cd "$dir"
 		ln -s "$bin" pan
@@ -246,7 +293,7 @@ run() {
 			# the verifier replays its trail, running the model's printfs
 			# shellcheck disable=SC2086
 			env $envs ./pan -r 2>&1 |
-				grep -E '^(c[0-9]|m[0-9]|w[0-9]|the network|start|round|PROPERTY)|START OF CYCLE' >trail.txt || true
+				grep -E '^(c[0-9]|m[0-9]|w[0-9]|the network|start|round|nothing|PROPERTY)|START OF CYCLE' >trail.txt || true
 		fi
 	) >"$dir/log.txt" 2>&1
 }
@@ -272,7 +319,7 @@ judge() {
 	fi
 	local got="no violation" steps=""
 	if [ "${errors:-0}" != 0 ]; then
-		got=$(grep -oE 'PROPERTY [0-9] VIOLATED' "$dir/trail.txt" 2>/dev/null | head -1 | sed -E 's/PROPERTY ([0-9]) VIOLATED/property \1/' || true)
+		got=$(grep -oE 'PROPERTY [0-9]+ VIOLATED' "$dir/trail.txt" 2>/dev/null | head -1 | sed -E 's/PROPERTY ([0-9]+) VIOLATED/property \1/' || true)
 		if [ -z "$got" ] && grep -q 'non-progress cycle' "$pan"; then
 			got="a cycle without progress"
 		fi
