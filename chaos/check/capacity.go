@@ -23,13 +23,8 @@ type Excess struct {
 // over [Acquired, End). A run in which the semaphore kept its bound
 // returns none. With permits 1 it fires where Exclusion does.
 func Capacity(holds []history.Hold, permits int) []Excess {
-	byKey := map[string][]history.Hold{}
-	for _, h := range holds {
-		byKey[h.Key] = append(byKey[h.Key], h)
-	}
 	var out []Excess
-	for key, hs := range byKey {
-		slices.SortStableFunc(hs, func(a, b history.Hold) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	for key, hs := range byKey(holds) {
 		var open []history.Hold // holds not ended when the next one began
 		for _, h := range hs {
 			open = slices.DeleteFunc(open, func(o history.Hold) bool { return o.End() <= h.Acquired })

@@ -1,10 +1,8 @@
 package scenario
 
 import (
-	"context"
 	"time"
 
-	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/workload"
 	"github.com/quorumlock/quorumlock/redlock"
 )
@@ -33,24 +31,7 @@ func semaphores() []*Scenario {
 		Guard: true, WarmUp: true,
 		Mode: workload.LockMode, Wait: 3 * time.Second, Permits: permits,
 	}
-	on.Inject = func(ctx context.Context, e *Env) error {
-		steps := []func() error{
-			func() error { return e.Sleep(ctx, 800*time.Millisecond) },
-			func() error { return e.Cluster.Pause(ctx, 1) },
-			func() error { e.Mark("paused"); return e.Sleep(ctx, on.TTL*3/2) },
-			func() error { e.Mark("unpausing"); return e.Cluster.Unpause(ctx, 1) },
-			func() error { return e.Sleep(ctx, 500*time.Millisecond) },
-			func() error { return e.Cluster.Kill(ctx, 3) },
-			func() error { return e.Cluster.Start(ctx, 3, cluster.Ephemeral) },
-			func() error { e.Mark("restarted"); return nil },
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	on.Inject = pauseThenRestart(on.TTL)
 	on.Expect = func(r *Result) []string {
 		m, bad := marks(r, "paused", "unpausing", "restarted")
 		if bad != nil {

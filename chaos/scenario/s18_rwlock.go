@@ -1,10 +1,8 @@
 package scenario
 
 import (
-	"context"
 	"time"
 
-	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/workload"
 )
 
@@ -30,24 +28,7 @@ func readersWriters() []*Scenario {
 		Guard: true, WarmUp: true,
 		Mode: workload.LockMode, Wait: 3 * time.Second, ReadWrite: true,
 	}
-	on.Inject = func(ctx context.Context, e *Env) error {
-		steps := []func() error{
-			func() error { return e.Sleep(ctx, 800*time.Millisecond) },
-			func() error { return e.Cluster.Pause(ctx, 1) },
-			func() error { e.Mark("paused"); return e.Sleep(ctx, on.TTL*3/2) },
-			func() error { e.Mark("unpausing"); return e.Cluster.Unpause(ctx, 1) },
-			func() error { return e.Sleep(ctx, 500*time.Millisecond) },
-			func() error { return e.Cluster.Kill(ctx, 3) },
-			func() error { return e.Cluster.Start(ctx, 3, cluster.Ephemeral) },
-			func() error { e.Mark("restarted"); return nil },
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	on.Inject = pauseThenRestart(on.TTL)
 	on.Expect = func(r *Result) []string {
 		m, bad := marks(r, "paused", "unpausing", "restarted")
 		if bad != nil {
@@ -75,10 +56,7 @@ func readersWriters() []*Scenario {
 		Expected: "C7 MUST find a writer beside another holder",
 		Nodes:    5, Clients: 8, TTL: time.Second, Run: 3 * time.Second,
 		Mode: workload.LockMode, Wait: 3 * time.Second, ReadWrite: true,
-		Masters: [][]int{
-			{0, 1, 2}, {2, 3, 4}, {0, 1, 2}, {2, 3, 4},
-			{0, 1, 2}, {2, 3, 4}, {0, 1, 2}, {2, 3, 4},
-		},
+		Masters: twoSides(),
 	}
 	control.Expect = func(r *Result) []string {
 		return want(len(r.C7) > 0, "C7 found no writer beside another holder: the control did not fire")

@@ -1,10 +1,8 @@
 package scenario
 
 import (
-	"context"
 	"time"
 
-	"github.com/quorumlock/quorumlock/chaos/cluster"
 	"github.com/quorumlock/quorumlock/chaos/workload"
 )
 
@@ -30,24 +28,7 @@ func keySets() []*Scenario {
 		Guard: true, WarmUp: true, Keys: []string{"a", "b", "c"},
 		Mode: workload.LockMode, Wait: 3 * time.Second, Sets: sets,
 	}
-	on.Inject = func(ctx context.Context, e *Env) error {
-		steps := []func() error{
-			func() error { return e.Sleep(ctx, 800*time.Millisecond) },
-			func() error { return e.Cluster.Pause(ctx, 1) },
-			func() error { e.Mark("paused"); return e.Sleep(ctx, on.TTL*3/2) },
-			func() error { e.Mark("unpausing"); return e.Cluster.Unpause(ctx, 1) },
-			func() error { return e.Sleep(ctx, 500*time.Millisecond) },
-			func() error { return e.Cluster.Kill(ctx, 3) },
-			func() error { return e.Cluster.Start(ctx, 3, cluster.Ephemeral) },
-			func() error { e.Mark("restarted"); return nil },
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	on.Inject = pauseThenRestart(on.TTL)
 	on.Expect = func(r *Result) []string {
 		m, bad := marks(r, "paused", "unpausing", "restarted")
 		if bad != nil {
@@ -66,10 +47,7 @@ func keySets() []*Scenario {
 		Expected: "C1 MUST find two holders of a key",
 		Nodes:    5, Clients: 8, TTL: time.Second, Run: 3 * time.Second, Keys: []string{"a", "b", "c"},
 		Mode: workload.LockMode, Wait: 3 * time.Second, Sets: sets,
-		Masters: [][]int{
-			{0, 1, 2}, {2, 3, 4}, {0, 1, 2}, {2, 3, 4},
-			{0, 1, 2}, {2, 3, 4}, {0, 1, 2}, {2, 3, 4},
-		},
+		Masters: twoSides(),
 	}
 	control.Expect = func(r *Result) []string {
 		return want(len(r.C1) > 0, "C1 found no two holders of a key: the control did not fire")
