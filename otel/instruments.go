@@ -72,6 +72,9 @@ const (
 	// An RWLock's read holds; its write holds are SpanLock and SpanTryLock.
 	SpanRLock    = "redlock.RLock"
 	SpanTryRLock = "redlock.TryRLock"
+	// A semaphore's permits.
+	SpanAcquire    = "redlock.Acquire"
+	SpanTryAcquire = "redlock.TryAcquire"
 )
 
 // States returns the values of quorumlock.master.state's state attribute:

@@ -158,6 +158,10 @@ func spanName(op redlock.Op) string {
 		return SpanRLock
 	case redlock.OpTryRLock:
 		return SpanTryRLock
+	case redlock.OpAcquire:
+		return SpanAcquire
+	case redlock.OpTryAcquire:
+		return SpanTryAcquire
 	}
 	return "redlock." + string(op)
 }

@@ -463,3 +463,24 @@ func TestObserver_RWLockSpans(t *testing.T) {
 	require.NoError(t, a.Release(ctx))
 	require.NoError(t, b.Release(ctx))
 }
+
+// A semaphore's permits have spans of their own.
+func TestObserver_SemaphoreSpans(t *testing.T) {
+	srv := redistest.Start(t, 3, redistest.Ephemeral)
+	r := newRig(t)
+	c := r.client(t, redistest.Addrs(srv), redlock.WithRestartGuard(0))
+	s, err := c.Semaphore("k", 1)
+	require.NoError(t, err)
+	ctx := context.Background()
+	a, err := s.TryAcquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, a.Release(ctx))
+	b, err := s.Acquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, b.Release(ctx))
+	var names []string
+	for _, sp := range r.ended() {
+		names = append(names, sp.Name())
+	}
+	assert.Equal(t, []string{otel.SpanTryAcquire, otel.SpanRelease, otel.SpanAcquire, otel.SpanRelease}, names)
+}

@@ -46,6 +46,9 @@ const (
 	// OpLock and OpTryLock.
 	OpRLock    Op = "rlock"
 	OpTryRLock Op = "tryrlock"
+	// A semaphore's permit: Acquire and TryAcquire. Its Do is OpDo.
+	OpAcquire    Op = "acquire"
+	OpTryAcquire Op = "tryacquire"
 )
 
 // Kind says what an Event reports.

@@ -292,12 +292,21 @@ type lockOptions struct {
 func readHold() LockOption  { return lockOptionFunc(func(o *lockOptions) { o.read = true }) }
 func writeHold() LockOption { return lockOptionFunc(func(o *lockOptions) { o.write = true }) }
 
-// op names the call: write for a lock or a writer, read for a reader.
-func (o lockOptions) op(write, read Op) Op {
-	if o.read {
-		return read
+// op names a call, OpLock or OpTryLock, by the hold it takes: a read
+// hold's (OpRLock, OpTryRLock) or a permit's (OpAcquire, OpTryAcquire).
+// Other calls keep their names.
+func (o lockOptions) op(call Op) Op {
+	switch {
+	case o.read && call == OpLock:
+		return OpRLock
+	case o.read && call == OpTryLock:
+		return OpTryRLock
+	case o.permits > 0 && call == OpLock:
+		return OpAcquire
+	case o.permits > 0 && call == OpTryLock:
+		return OpTryAcquire
 	}
-	return write
+	return call
 }
 
 // WithOwner makes the acquisition reentrant for owner: if owner already holds

@@ -181,7 +181,7 @@ func TestSemaphore_Observed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(ctx, 10*time.Second))
 	require.NoError(t, l.Release(ctx))
-	assert.Equal(t, []Op{OpTryLock, OpExtend, OpRelease}, rec.starts)
+	assert.Equal(t, []Op{OpTryAcquire, OpExtend, OpRelease}, rec.starts)
 	attempts := rec.of(KindAttempt)
 	require.Len(t, attempts, 1)
 	assert.Equal(t, OutcomeObtained, attempts[0].Outcome)

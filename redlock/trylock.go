@@ -33,7 +33,7 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // its checks passed; it ends the call's work.
 func (c *Client) tryOnce(ctx context.Context, op Op, key string, ttl time.Duration, lo lockOptions) (_ *Lock, err error) {
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(op, OpTryRLock), key)
+	ctx, obs := c.begin(ctx, lo.op(op), key)
 	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)
@@ -75,7 +75,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(OpLock, OpRLock), key)
+	ctx, obs := c.begin(ctx, lo.op(OpLock), key)
 	defer obs.end(&err)
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.

@@ -26,7 +26,8 @@ func Measure(ev redlock.Event, rec func(id ID, v float64, attrs ...Attr)) {
 		}
 	case redlock.KindCall:
 		switch ev.Op {
-		case redlock.OpLock, redlock.OpTryLock, redlock.OpRLock, redlock.OpTryRLock, redlock.OpLockAll, redlock.OpTryLockAll:
+		case redlock.OpLock, redlock.OpTryLock, redlock.OpRLock, redlock.OpTryRLock, redlock.OpAcquire, redlock.OpTryAcquire,
+			redlock.OpLockAll, redlock.OpTryLockAll:
 			rec(WaitDuration, ev.Duration.Seconds(), Attr{AttrOperation, string(ev.Op)}, outcome)
 		case redlock.OpResume:
 			// A resumed lock is held here from now on: its release or

@@ -49,6 +49,9 @@ func TestMeasure(t *testing.T) {
 		{"read hold's call", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpTryRLock, Outcome: redlock.OutcomeHeld, Duration: time.Second}, []string{
 			"quorumlock.lock.wait.duration 1 [{quorumlock.operation tryrlock} {quorumlock.outcome held}]",
 		}},
+		{"permit's call", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpAcquire, Outcome: redlock.OutcomeObtained, Duration: time.Second}, []string{
+			"quorumlock.lock.wait.duration 1 [{quorumlock.operation acquire} {quorumlock.outcome obtained}]",
+		}},
 		{"lockall call", redlock.Event{Kind: redlock.KindCall, Op: redlock.OpLockAll, Outcome: redlock.OutcomeObtained, Duration: time.Second}, []string{
 			"quorumlock.lock.wait.duration 1 [{quorumlock.operation lockall} {quorumlock.outcome obtained}]",
 		}},
