@@ -154,9 +154,18 @@ func validityBound(ctx context.Context, e *Env, key, token string, cut []int, tt
 }
 
 // fenceReader returns the workload's FenceOf for a run: the fence read from
-// every master directly.
-func fenceReader(addrs []string, key string, quorum int) func(context.Context, string) (int64, []int, bool) {
+// every master directly. Lock returns at a quorum, so grants to the other
+// masters may still be on their way: where not every master holds the
+// token yet, it reads again a node timeout later, by which those that will
+// land have landed, so that the masters it names are the lock's.
+func fenceReader(addrs []string, key string, quorum int, nodeTimeout time.Duration) func(context.Context, string) (int64, []int, bool) {
 	return func(ctx context.Context, token string) (int64, []int, bool) {
-		return fenceOnMasters(context.WithoutCancel(ctx), addrs, key, token, quorum)
+		ctx = context.WithoutCancel(ctx)
+		fence, holding, known := fenceOnMasters(ctx, addrs, key, token, quorum)
+		if len(holding) < len(addrs) {
+			time.Sleep(nodeTimeout)
+			fence, holding, known = fenceOnMasters(ctx, addrs, key, token, quorum)
+		}
+		return fence, holding, known
 	}
 }

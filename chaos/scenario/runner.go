@@ -107,7 +107,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,
 		HoldFor: s.HoldFor, Step: doStep, LateWrite: s.LateWrite, Stagger: s.Stagger,
-		FenceOf: fenceReader(masters, keys[0], clients[0].Quorum()),
+		FenceOf: fenceReader(masters, keys[0], clients[0].Quorum(), s.nodeTimeout()),
 		Acquire: acquire,
 	})
 	if err != nil {
