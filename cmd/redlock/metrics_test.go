@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,13 +55,22 @@ func TestRun_MetricsAddr_ServesTheLocksMetrics(t *testing.T) {
 	})
 	url := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(stderr.String())
 	require.Len(t, url, 2, "where the metrics are: %q", stderr.String())
-	resp, err := http.Get(url[1])
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	text := string(body)
+	scrape := func() string {
+		resp, err := http.Get(url[1])
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		return string(body)
+	}
+	// The lock returns at a quorum: the last master's reply, which sets its
+	// state, may land a moment after the command is ready.
+	text := scrape()
+	waitFor(t, 5*time.Second, "every master's state in the metrics", func() bool {
+		text = scrape()
+		return strings.Count(text, `quorumlock_master_state="up"} 1`) == len(servers)
+	})
 	for _, want := range []string{
 		"# TYPE quorumlock_lock_held gauge\nquorumlock_lock_held 1\n",
 		"quorumlock_lock_attempts_total{quorumlock_outcome=\"obtained\"} 1\n",
@@ -76,7 +86,7 @@ func TestRun_MetricsAddr_ServesTheLocksMetrics(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGUSR1))
 	r := finish(t, cmd.Wait(), &stdout, bytes.NewBufferString(stderr.String()))
 	assert.Equal(t, 0, r.code, "%v", r)
-	_, err = http.Get(url[1])
+	_, err := http.Get(url[1])
 	assert.Error(t, err, "the server ends with redlock run")
 }
 

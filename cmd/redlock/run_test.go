@@ -53,6 +53,19 @@ func holdKey(t *testing.T, addrs []string, key string) *redlock.Lock {
 	l, err := c.Lock(ctx, key, 30*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Release(context.Background()) })
+	// Lock returns at a quorum: the last grants land a moment later.
+	waitFor(t, 5*time.Second, "every master to hold "+key, func() bool {
+		st, err := c.Inspect(ctx, key)
+		if err != nil {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if n.Holder != l.Token() {
+				return false
+			}
+		}
+		return true
+	})
 	return l
 }
 

@@ -65,7 +65,7 @@ func Catalogue() []Instrument {
 		{AcquireDuration, "quorumlock.lock.acquire.duration", Histogram, "s",
 			"How long each acquisition attempt took, by outcome.", []string{AttrOutcome}},
 		{WaitDuration, "quorumlock.lock.wait.duration", Histogram, "s",
-			"How long a Lock, TryLock, RLock or TryRLock call took, waiting included, by operation and outcome.", []string{AttrOperation, AttrOutcome}},
+			"How long a call that takes a hold (Lock, TryLock, RLock, TryRLock, Acquire, TryAcquire, LockAll, TryLockAll) took, waiting included, by operation and outcome.", []string{AttrOperation, AttrOutcome}},
 		{Extensions, "quorumlock.lock.extensions", Counter, "{extension}",
 			"Extensions, by outcome, and whether the client made them on its own.", []string{AttrOutcome, AttrAuto}},
 		{Releases, "quorumlock.lock.releases", Counter, "{release}",
