@@ -144,7 +144,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 			break
 		}
 		kept = true
-		if !c.sleep(ctx, time.Duration(len(rounds))*max(timeout/50, 500*time.Microsecond)) {
+		if c.pause(ctx, time.Duration(len(rounds))*max(timeout/50, 500*time.Microsecond)) != nil {
 			break
 		}
 	}
@@ -297,18 +297,6 @@ func (c *Client) wonSplit(r round, req request) bool {
 		}
 	}
 	return true
-}
-
-// sleep waits d on the client's clock. It reports false if ctx ended first.
-func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.o.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // chooseFence chooses the fence and makes it stick: the lagging counters

@@ -80,8 +80,9 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// isNil reports a nil master, a typed nil inside the interface included.
-func isNil(p driver.Master) bool {
+// isNil reports a nil interface value (a master, an observer), a typed nil
+// inside the interface included.
+func isNil(p any) bool {
 	if p == nil {
 		return true
 	}

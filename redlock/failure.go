@@ -21,28 +21,47 @@ func (c *Client) outcomes(r round, key string, window time.Duration) []MasterAns
 	now := c.o.clock.Now()
 	ms := make([]MasterAnswer, len(c.nodes))
 	for i := range c.nodes {
-		m := MasterAnswer{Node: i, Addr: c.nodes[i].addr()}
 		rep, in := r.res.Reply(i)
+		m, ok := c.answerOf(i, in, rep.Value.err, rep.Err)
 		switch {
-		case !in:
-			m.Answer, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
-		case rep.Value.err != nil:
-			m.Err = rep.Err
-			m.Answer, m.Why = failed(rep.Value.err)
+		case !ok:
 		case !rep.Value.grant.OK:
 			m.Answer, m.Err = MasterHeld, rep.Err
 		case rep.Vote == fanout.Yes:
 			m.Answer = MasterAgreed
 		default:
-			h := c.nodes[i].health(key)
-			m.Answer, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
-			if m.Why == "" {
-				m.Why = trustedSince
-			}
+			c.abstained(&m, key, now, window)
 		}
 		ms[i] = m
 	}
 	return ms
+}
+
+// answerOf starts master i's line in an error: no reply when its answer is
+// not in, failed when it failed (failure sorts the failure, err is what the
+// line reports). ok says the master answered, for the caller to sort.
+func (c *Client) answerOf(i int, in bool, failure, err error) (m MasterAnswer, ok bool) {
+	m = MasterAnswer{Node: i, Addr: c.nodes[i].addr()}
+	switch {
+	case !in:
+		m.Answer, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
+	case failure != nil:
+		m.Err = err
+		m.Answer, m.Why = failed(failure)
+	default:
+		return m, true
+	}
+	return m, false
+}
+
+// abstained marks m as a yes that did not count, with why and when the
+// master votes again, as the restart guard judges master m.Node for key.
+func (c *Client) abstained(m *MasterAnswer, key string, now time.Time, window time.Duration) {
+	h := c.nodes[m.Node].health(key)
+	m.Answer, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
+	if m.Why == "" {
+		m.Why = trustedSince
+	}
 }
 
 // trustedSince is the Why of a master that abstained and that the guard

@@ -20,24 +20,20 @@ func (l *Lock) notExtended(res *fanout.Result[scripts.Extended], validity, windo
 	now := c.o.clock.Now()
 	ms := make([]MasterAnswer, len(c.nodes))
 	for i := range c.nodes {
-		m := MasterAnswer{Node: i, Addr: c.nodes[i].addr()}
 		rep, in := res.Reply(i)
+		failure := rep.Err
+		if errors.Is(rep.Err, ErrLockNotHeld) {
+			failure = nil // an answer, sorted below
+		}
+		m, ok := c.answerOf(i, in, failure, rep.Err)
 		switch {
-		case !in:
-			m.Answer, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
-		case errors.Is(rep.Err, ErrLockNotHeld):
-			m.Answer, m.Err = MasterNotHeld, rep.Err
+		case !ok:
 		case rep.Err != nil:
-			m.Err = rep.Err
-			m.Answer, m.Why = failed(rep.Err)
+			m.Answer, m.Err = MasterNotHeld, rep.Err
 		case rep.Vote == fanout.Yes:
 			m.Answer = MasterAgreed
 		default:
-			h := c.nodes[i].health(l.req.key)
-			m.Answer, m.Why, m.VotesIn = MasterAbstained, h.distrust(now, window), h.votesIn(now, window)
-			if m.Why == "" {
-				m.Why = trustedSince
-			}
+			c.abstained(&m, l.req.key, now, window)
 		}
 		ms[i] = m
 	}
@@ -92,14 +88,10 @@ func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Du
 	ms := make([]MasterAnswer, len(c.nodes))
 	answered, held := 0, false
 	for i := range c.nodes {
-		m := MasterAnswer{Node: i, Addr: c.nodes[i].addr()}
 		rep, in := res.Reply(i)
+		m, ok := c.answerOf(i, in, rep.Err, rep.Err)
 		switch {
-		case !in:
-			m.Answer, m.Err = MasterNoReply, c.nodeErr(i, errNoReply)
-		case rep.Err != nil:
-			m.Err = rep.Err
-			m.Answer, m.Why = failed(rep.Err)
+		case !ok:
 		case rep.Value == scripts.NotHeld:
 			m.Answer = MasterNotHeld
 			answered++

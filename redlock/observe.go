@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
@@ -361,20 +360,6 @@ func (ch *guardChange) report() {
 	for _, ev := range ch.events[:ch.n] {
 		ch.obs.Observe(context.Background(), ev)
 	}
-}
-
-// isNilObserver reports a nil observer, a typed nil inside the interface
-// included.
-func isNilObserver(obs Observer) bool {
-	if obs == nil {
-		return true
-	}
-	v := reflect.ValueOf(obs)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }
 
 // next numbers the call's next attempt.

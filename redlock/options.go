@@ -244,7 +244,7 @@ func (o *options) validate(n int) error {
 		return invalid("nil clock")
 	case o.logger == nil:
 		return invalid("nil logger")
-	case o.observerSet && isNilObserver(o.observer):
+	case o.observerSet && isNil(o.observer):
 		return invalid("nil observer")
 	case o.tokens == nil:
 		return invalid("nil token generator")
