@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/quorumlock/quorumlock"
@@ -152,4 +153,59 @@ func (l *Lock) retakeOn(i int, req request, res *fanout.Result[scripts.Extended]
 		c.nodes[i].raiseFence(ctx, req, l.fence)
 	}
 	return false
+}
+
+// notExtended is the error of an extension that failed: too few masters
+// extended the lock, or the validity left was not positive. It is written
+// from one tally of the round, taken once every master has answered or
+// reached its node timeout.
+func (l *Lock) notExtended(res *fanout.Result[scripts.Extended], validity, window, timeout time.Duration) error {
+	c := l.c
+	waitAll(c.o.clock, res, timeout)
+	now := c.o.clock.Now()
+	ms := make([]MasterAnswer, len(c.nodes))
+	for i := range c.nodes {
+		rep, in := res.Reply(i)
+		failure := rep.Err
+		if errors.Is(rep.Err, ErrLockNotHeld) {
+			failure = nil // an answer, sorted below
+		}
+		m, ok := c.answerOf(i, in, failure, rep.Err)
+		switch {
+		case !ok:
+		case rep.Err != nil:
+			m.Answer, m.Err = MasterNotHeld, rep.Err
+		case rep.Vote == fanout.Yes:
+			m.Answer = MasterAgreed
+		default:
+			c.abstained(&m, l.req.key, now, window)
+		}
+		ms[i] = m
+	}
+	q := c.need(l.req.quorum)
+	e := &AttemptError{Op: "extend", Key: l.req.key, Quorum: q, Masters: ms, head: "redlock: not extended"}
+	t := tallied(ms)
+	switch n := len(ms); {
+	case t[MasterNotHeld] > n-q:
+		e.wraps = append(e.wraps, errGone)
+		e.cause = fmt.Sprintf("%d of %d masters no longer hold it", t[MasterNotHeld], n)
+	case res.OK():
+		e.cause = fmt.Sprintf("a quorum extended it, leaving validity %v", roughly(validity))
+	default:
+		e.cause = fmt.Sprintf("%d of %d masters extended it, %d needed: %s", t[MasterAgreed], n, q, obstacles(ms, timeout, "no longer hold it"))
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
+}
+
+// lostBy is the error of an Extend that lost the lock with err.
+func lostBy(err error) error {
+	var ae *AttemptError
+	if !errors.As(err, &ae) {
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	c := *ae
+	c.head = "redlock: lock lost"
+	c.wraps = append([]error{ErrLockLost}, ae.wraps...)
+	return &c
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
@@ -313,4 +314,17 @@ func heldFor(pttl time.Duration) error {
 		return fmt.Errorf("%w (expires in %v)", ErrHeld, pttl)
 	}
 	return ErrHeld
+}
+
+// waitAll waits until every master of res has answered, or d has passed.
+func waitAll[T any](clk clock.Clock, res *fanout.Result[T], d time.Duration) {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	for i := range res.Nodes() {
+		select {
+		case <-res.Done(i):
+		case <-t.C():
+			return
+		}
+	}
 }

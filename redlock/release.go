@@ -225,3 +225,48 @@ func hear(res *fanout.Result[scripts.Released], masters []int) heard {
 	}
 	return h
 }
+
+// notReleased is what a release heard from every master, once each has
+// answered or reached its node timeout, when its first answers did not
+// decide it: nil when a quorum answered and one still held the token;
+// ErrLockNotHeld when a quorum answered and none did; else the masters
+// that could not be reached.
+func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Duration) error {
+	c := l.c
+	ms := make([]MasterAnswer, len(c.nodes))
+	answered, held := 0, false
+	for i := range c.nodes {
+		rep, in := res.Reply(i)
+		m, ok := c.answerOf(i, in, rep.Err, rep.Err)
+		switch {
+		case !ok:
+		case rep.Value == scripts.NotHeld:
+			m.Answer = MasterNotHeld
+			answered++
+		default:
+			m.Answer = MasterAgreed
+			answered, held = answered+1, true
+		}
+		ms[i] = m
+	}
+	q := c.need(l.req.quorum)
+	if answered >= q && held {
+		return nil
+	}
+	e := &AttemptError{Op: "release", Key: l.req.key, Quorum: q, Masters: ms}
+	t := tallied(ms)
+	switch {
+	case answered >= q && t[MasterNoReply]+t[MasterFailed] == 0:
+		e.head, e.cause = "redlock: lock not held", "no master still held it"
+		e.wraps = []error{ErrLockNotHeld}
+	case answered >= q:
+		e.head = "redlock: lock not held"
+		e.cause = fmt.Sprintf("no master of the %d that answered still held it; %s", answered, obstacles(ms, timeout, ""))
+		e.wraps = []error{ErrLockNotHeld}
+	default:
+		e.head = "redlock: not released"
+		e.cause = fmt.Sprintf("%d of %d masters answered, %d needed: %s; the lock is as it was", answered, len(ms), q, obstacles(ms, timeout, ""))
+	}
+	e.wraps = append(e.wraps, nodeErrs(ms)...)
+	return e
+}
