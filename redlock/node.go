@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -348,6 +349,50 @@ func (m *master) checked(call driver.Call) driver.Call {
 		call.Check = func(server string) *driver.Check { return m.check(server, key) }
 	}
 	return call
+}
+
+// check returns the guard's part of a call to server about key: its
+// questions, sent when the call's connection is new since the last answers,
+// or always when the master must be asked again; nil when the guard is off.
+// The fence stamp read is that of key's slot. A standalone master is server
+// "", the only one the guard knows.
+func (m *master) check(server, key string) *driver.Check {
+	if !m.servers.guarded() {
+		return nil
+	}
+	g := m.servers.of(server).guard
+	h := g.state.Load()
+	seen := g.seen.Load()
+	always := g.recheck.Load() || h == nil || (h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)
+	// A plain master has one fence stamp, so its check is the same for
+	// every key: the one built last serves while what it was built from
+	// holds.
+	keep := !always && !m.names.PerSlot
+	if keep {
+		if pc := g.plain.Load(); pc != nil && pc.state == h && pc.check.Seen == seen {
+			return pc.check
+		}
+	}
+	c := &driver.Check{
+		// Built only when due: most calls go on a connection already asked.
+		Ask:    func() [][]string { return info.Questions(m.names.Stamp(key)) },
+		Seen:   seen,
+		Always: always,
+	}
+	if h != nil {
+		c.Hint = h.identity()
+	}
+	if keep {
+		g.plain.Store(&plainCheck{state: h, check: c})
+	}
+	return c
+}
+
+// plainCheck is the check last built for a plain master, and the health it
+// was built from: see master.check.
+type plainCheck struct {
+	state *health
+	check *driver.Check
 }
 
 // answered hands what a call learned of the master to its servers, and
