@@ -10,8 +10,9 @@
 // master. The default driver (driver/redigo) runs it in this module; each
 // adapter runs it in its own. A driver of Redis Cluster nodes also runs
 // RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
-// suite again, each node a cluster of three shards. Every call goes through
-// the driver's Start, as the lock's do.
+// suite again, each node a cluster of three shards. A driver over a
+// Sentinel client runs RunSentinelFailover. Every call goes through the
+// driver's Start, as the lock's do.
 package drivertest
 
 import (
