@@ -1,105 +1,29 @@
 package goredis_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/driver/goredis"
-	"github.com/quorumlock/quorumlock/internal/redistest"
-	"github.com/quorumlock/quorumlock/redlock"
+	"github.com/quorumlock/quorumlock/internal/drivertest"
 )
 
 // Through a Sentinel failover client, the lock works as through a plain
 // one; when the replica is promoted, the client's connections lead to it,
 // the guard's questions reach it before it votes, and it does not vote for
-// the guard's window.
+// the guard's window (drivertest.RunSentinelFailover). The adapter's master
+// is named with WithName, as a failover client has no address of its own.
 func TestFailover_PromotedReplica_IsAskedAndQuarantined(t *testing.T) {
-	master := redistest.Start(t, 1, redistest.Ephemeral)[0]
-	replica := redistest.StartReplica(t, master)
-	sentinel := redistest.StartSentinel(t, master, "locks")
-	client := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: "locks", SentinelAddrs: []string{sentinel}, ContextTimeoutEnabled: true,
+	drivertest.RunSentinelFailover(t, func(t testing.TB, sentinel, name string) driver.Master {
+		client := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: name, SentinelAddrs: []string{sentinel}, ContextTimeoutEnabled: true,
+		})
+		t.Cleanup(func() { client.Close() })
+		m, err := goredis.New(client, goredis.WithName("sentinel:"+name))
+		require.NoError(t, err)
+		return m
 	})
-	t.Cleanup(func() { client.Close() })
-	m, err := goredis.New(client, goredis.WithName("sentinel:locks"))
-	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-
-	// The driver's view: the script names the server that ran it, and the
-	// first call to reach a server is asked.
-	where := driver.NewScript("where", `return string.match(redis.call('INFO', 'server'), 'tcp_port:(%d+)')`)
-	var seen uint64
-	call := func(t *testing.T) (ran, answered string, err error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		rep, err := m.Eval(ctx, driver.Call{Script: where, Keys: []string{"k"},
-			Check: func(server string) *driver.Check {
-				assert.Equal(t, "", server, "a failover client is one master")
-				return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: seen}
-			}})
-		if err != nil {
-			return "", "", err
-		}
-		if rep.Answers != nil {
-			seen = rep.Dials
-			answered = tcpPort(t, rep.Answers[0])
-		}
-		ran, _ = rep.Value.(string)
-		return ran, answered, nil
-	}
-	ran, answered, err := call(t)
-	require.NoError(t, err)
-	require.Equal(t, strconv.Itoa(master.Port), ran)
-	require.Equal(t, ran, answered, "the first call is asked")
-
-	// The lock's view: once the master has been up for the guard's window,
-	// a lock is granted.
-	const window = time.Second
-	c, err := redlock.New([]driver.Master{m}, redlock.WithCloseDrivers(), redlock.WithRestartGuard(window),
-		redlock.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for try := 0; ; try++ {
-		l, err := c.TryLock(ctx, "before", 10*time.Second)
-		if err == nil {
-			require.NoError(t, l.Release(ctx))
-			break
-		}
-		require.Less(t, try, 40, "no lock within the guard's window: %v", err)
-		time.Sleep(100 * time.Millisecond)
-	}
-
-	redistest.Failover(t, sentinel, "locks")
-	// Until the client follows, calls reach the old master (a replica
-	// soon) or fail. The first call the promoted replica runs is asked.
-	deadline := time.Now().Add(20 * time.Second)
-	for ran != strconv.Itoa(replica.Port) {
-		require.True(t, time.Now().Before(deadline), "the client did not follow the failover within 20s")
-		time.Sleep(50 * time.Millisecond)
-		if ran, answered, err = call(t); err != nil {
-			continue
-		}
-		if ran == strconv.Itoa(replica.Port) {
-			assert.Equal(t, ran, answered, "the first call to the promoted replica was asked")
-		}
-	}
-	// The promoted replica is kept from voting for the window.
-	_, err = c.TryLock(ctx, "after", 10*time.Second)
-	assert.ErrorIs(t, err, redlock.ErrQuarantined, "%v", err)
-	var ae *redlock.AttemptError
-	require.ErrorAs(t, err, &ae)
-	require.Len(t, ae.Masters, 1)
-	assert.Equal(t, redlock.MasterAbstained, ae.Masters[0].Answer)
-	assert.Contains(t, ae.Masters[0].Why, "promoted from a replica", "%s", ae.Detail())
 }

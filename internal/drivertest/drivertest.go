@@ -2,15 +2,17 @@
 // spirit of a transport test suite: the driver's own promises (replies in the
 // neutral form, scripts by digest with a fall-back to their source, the
 // restart guard's questions on the call's connection, deadlines, release
-// announcements), then the lock's operations through it, all against real
-// redis-server masters that the suite starts.
+// announcements), then the lock's operations through it, and those of its
+// other primitives (a semaphore, a read-write lock, a set of keys), all
+// against real redis-server masters that the suite starts.
 //
 // A driver's tests call Run with a function that makes the driver for one
 // master. The default driver (driver/redigo) runs it in this module; each
 // adapter runs it in its own. A driver of Redis Cluster nodes also runs
 // RunCluster, its own promises on a cluster, and RunClusterLock: the lock's
-// suite again, each node a cluster of three shards. Every call goes through
-// the driver's Start, as the lock's do.
+// suite again, each node a cluster of three shards. A driver over a
+// Sentinel client runs RunSentinelFailover. Every call goes through the
+// driver's Start, as the lock's do.
 package drivertest
 
 import (
@@ -37,6 +39,7 @@ type New func(t testing.TB, addr string) driver.Master
 func Run(t *testing.T, newDriver New) {
 	t.Run("Driver", func(t *testing.T) { RunDriver(t, newDriver) })
 	t.Run("Lock", func(t *testing.T) { RunLock(t, newDriver) })
+	t.Run("Primitives", func(t *testing.T) { RunPrimitives(t, newDriver) })
 }
 
 // open starts n masters and a driver for each.
