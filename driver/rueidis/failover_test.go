@@ -16,11 +16,10 @@ import (
 )
 
 // Through a Sentinel client, the lock's connection leads to the master the
-// client knows. When the replica is promoted, the connection the driver
-// holds to the old master, a replica now, answers READONLY: the driver
-// leaves it, the next call takes a new one, which leads to the promoted
-// replica and is asked before it votes, and the promoted replica does not
-// vote for the guard's window (drivertest.RunSentinelFailover).
+// client knows. After the replica is promoted, a call reaches the promoted
+// replica, which is asked before it votes and does not vote for the guard's
+// window (drivertest.RunSentinelFailover). That the driver leaves a
+// connection answering READONLY is TestEval_ReadOnlyLeavesTheConnection's.
 func TestFailover_PromotedReplica_IsReachedAskedAndQuarantined(t *testing.T) {
 	drivertest.RunSentinelFailover(t, func(t testing.TB, sentinel, name string) driver.Master {
 		client, err := rueidis.NewClient(rueidis.ClientOption{
