@@ -195,21 +195,9 @@ func (p *pipe) send(q *request, deadline time.Time) bool {
 func (p *pipe) writeInline(deadline time.Time) {
 	var buf []byte
 	for round := 0; ; round++ {
-		p.mu.Lock()
-		p.keep(buf)
-		if p.err != nil || len(p.out) == 0 {
-			p.writing = false
-			p.mu.Unlock()
+		if buf = p.take(buf, round == maxInlineRounds); buf == nil {
 			return
 		}
-		if round == maxInlineRounds {
-			p.background()
-			p.mu.Unlock()
-			return
-		}
-		buf, p.out, p.spare = p.out, p.spare[:0], nil
-		p.mu.Unlock()
-
 		p.nc.SetWriteDeadline(deadline)
 		n, err := p.nc.Write(buf)
 		if err == nil {
@@ -239,15 +227,9 @@ func (p *pipe) background() {
 		defer p.pl.bg.Done()
 		var buf []byte
 		for {
-			p.mu.Lock()
-			p.keep(buf)
-			if p.err != nil || len(p.out) == 0 {
-				p.writing = false
-				p.mu.Unlock()
+			if buf = p.take(buf, false); buf == nil {
 				return
 			}
-			buf, p.out, p.spare = p.out, p.spare[:0], nil
-			p.mu.Unlock()
 			var dl time.Time
 			if p.write > 0 {
 				dl = time.Now().Add(p.write)
@@ -259,6 +241,28 @@ func (p *pipe) background() {
 			}
 		}
 	}()
+}
+
+// take is a writer's turn: it keeps the buffer the writer last wrote
+// (written) for reuse, and returns what is queued for the writer to write
+// next, or nil when the writer stops: nothing is queued or the pipe failed
+// (p.writing is cleared), or, with handOff, a goroutine takes the writing
+// over.
+func (p *pipe) take(written []byte, handOff bool) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keep(written)
+	if p.err != nil || len(p.out) == 0 {
+		p.writing = false
+		return nil
+	}
+	if handOff {
+		p.background()
+		return nil
+	}
+	buf := p.out
+	p.out, p.spare = p.spare[:0], nil
+	return buf
 }
 
 // keep keeps a written buffer for the next write. The caller holds p.mu.
