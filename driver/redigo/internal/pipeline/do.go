@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 
 	"github.com/quorumlock/quorumlock/driver"
 )
@@ -52,53 +51,7 @@ func (pl *Pipeline) Do(ctx context.Context, words ...string) (any, error) {
 // (a Redis Cluster's ASK): the check's questions when due, then ASKING,
 // then the script by its source, as the node may not have it cached and
 // ASKING holds for one command only. A migration is short and rare, so a
-// connection that turns out dead is not replaced here.
+// call whose connection turns out dead is not sent again.
 func (pl *Pipeline) EvalAsking(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	var rep driver.Reply
-	ctx, cancel := pl.bound(ctx)
-	defer cancel()
-	if err := ctx.Err(); err != nil {
-		return rep, err
-	}
-	deadline, _ := ctx.Deadline()
-	p, lost, err := pl.get(ctx)
-	rep.Lost = lost
-	if err != nil {
-		return rep, err
-	}
-	rep.Dials = pl.dials.Load()
-	var check *driver.Check
-	if call.Check != nil {
-		check = call.Check("")
-	}
-	asked := check.Due(rep.Dials)
-	q := pl.request()
-	var n int
-	if asked {
-		questions := check.Commands()
-		for _, w := range questions {
-			q.buf = appendCommand(q.buf, w)
-		}
-		n = len(questions)
-	}
-	q.want = n + 2
-	q.buf = appendCommand(q.buf, []string{"ASKING"})
-	q.buf = appendEval(q.buf, call, call.Hint(check, asked), true)
-	vals, err := pl.roundTrip(ctx, p, q, deadline)
-	if err == errNotSent {
-		return rep, errors.New("redigo: no connection took the call")
-	}
-	if err != nil {
-		return rep, err
-	}
-	if asked {
-		rep.Answers = append([]any(nil), vals[:n]...)
-	}
-	asking, v := vals[n], vals[n+1]
-	pl.recycle(q)
-	if e, ok := asking.(driver.Error); ok {
-		return rep, e
-	}
-	rep.Value, err = replyOrError(v)
-	return rep, err
+	return pl.eval(ctx, call, true)
 }

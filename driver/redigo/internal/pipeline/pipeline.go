@@ -238,77 +238,99 @@ func (pl *Pipeline) recycle(q *request) {
 // picked and being used is passed over.
 const maxPipeTries = 4
 
+// errNoConnection: every pipe a call was given stopped taking requests
+// before the call went out.
+var errNoConnection = errors.New("redigo: no connection took the call")
+
 // Eval runs call on a shared connection (see driver.Master): the check's
 // questions, when due, and the script in one unit. A connection found dead
 // is replaced and the call sent again, within ctx; without a deadline in
 // ctx the read timeout bounds the call.
 func (pl *Pipeline) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	return pl.eval(ctx, call, false)
+}
+
+// eval runs call as Eval does, or, asking, as EvalAsking does: then on one
+// pipe only, a connection found dead failing the call.
+func (pl *Pipeline) eval(ctx context.Context, call driver.Call, asking bool) (driver.Reply, error) {
 	var rep driver.Reply
-	if _, ok := ctx.Deadline(); !ok && pl.read > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pl.read)
-		defer cancel()
-	}
+	ctx, cancel := pl.bound(ctx)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
 	deadline, _ := ctx.Deadline()
+	tries := maxPipeTries
+	if asking {
+		tries = 1
+	}
 	err := errNotSent
-	for try := 0; try < maxPipeTries; try++ {
+	for range tries {
 		p, lost, gerr := pl.get(ctx)
 		rep.Lost = rep.Lost || lost
 		if gerr != nil {
 			return rep, gerr
 		}
-		// Read once the pipe is in hand, so that one just opened counts.
-		rep.Dials = pl.dials.Load()
-		var check *driver.Check
-		if call.Check != nil {
-			check = call.Check("")
-		}
-		asked := check.Due(rep.Dials)
-		var v any
-		v, rep.Answers, err = pl.evalOn(ctx, p, call, check, asked, deadline)
+		err = pl.evalOn(ctx, p, call, asking, deadline, &rep)
 		switch {
 		case err == errNotSent:
 			continue
-		case err != nil && driver.Stale(err) && ctx.Err() == nil:
+		case err != nil && driver.Stale(err) && ctx.Err() == nil && !asking:
 			rep.Lost = true
 			continue
 		case err != nil:
 			return rep, err
 		}
-		rep.Value = v
 		return rep, nil
 	}
 	if err == errNotSent {
-		err = errors.New("redigo: no connection took the call")
+		err = errNoConnection
 	}
 	return rep, err
 }
 
-// evalOn runs call on p: the check's questions, when asked, and EVALSHA in
-// one unit, then EVAL on the same pipe if the master has not cached the
-// script. errNotSent means that nothing was run and the call may go
-// elsewhere.
-func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, check *driver.Check, asked bool, deadline time.Time) (any, []any, error) {
+// evalOn runs call on p, in one unit as encode puts it, then by its source
+// (EVAL) on the same pipe if the master has not cached the script. It sets
+// rep's Dials, Answers and Value. errNotSent means that nothing was run and
+// the call may go elsewhere.
+func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, asking bool, deadline time.Time, rep *driver.Reply) error {
 	q := pl.request()
-	hint := q.encode(call, check, asked)
+	var asked bool
+	var hint string
+	rep.Dials, asked, hint = pl.encode(q, call, asking)
+	rep.Answers, rep.Value = nil, nil
 	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
-		return nil, nil, err
+		return err
 	}
-	v, answers := q.split(asked)
+	v, answers, refused := q.split(asked, asking)
 	pl.recycle(q)
-	if noScript(v) {
-		return pl.evalSource(ctx, p, call, hint, answers, deadline)
+	rep.Answers = answers
+	if refused != nil {
+		return refused
 	}
-	v, err := replyOrError(v)
-	return v, answers, err
+	var err error
+	if !asking && noScript(v) {
+		rep.Value, err = pl.evalSource(ctx, p, call, hint, deadline)
+		return err
+	}
+	rep.Value, err = replyOrError(v)
+	return err
 }
 
-// encode puts call's commands in q: the check's questions when asked, then
-// EVALSHA. It returns the hint sent, if the script takes one.
-func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (hint string) {
+// encode puts call's commands in q, for a pipe in hand: the check's
+// questions when due, then, asking, ASKING (a Redis Cluster's ASK: see
+// EvalAsking), then the script: EVALSHA, or after ASKING EVAL, as ASKING
+// holds for one command only and the node may not have the script cached.
+// It returns the connections opened so far (Reply.Dials, read here, once
+// the pipe is in hand, so that one just opened counts), whether the
+// questions are asked, and the hint sent, if the script takes one.
+func (pl *Pipeline) encode(q *request, call driver.Call, asking bool) (dials uint64, asked bool, hint string) {
+	dials = pl.dials.Load()
+	var check *driver.Check
+	if call.Check != nil {
+		check = call.Check("")
+	}
+	asked = check.Due(dials)
 	hint = call.Hint(check, asked)
 	q.want = 1
 	if asked {
@@ -318,17 +340,29 @@ func (q *request) encode(call driver.Call, check *driver.Check, asked bool) (hin
 		}
 		q.want += len(questions)
 	}
-	q.buf = appendEval(q.buf, call, hint, false)
-	return hint
+	if asking {
+		q.buf = appendCommand(q.buf, []string{"ASKING"})
+		q.want++
+	}
+	q.buf = appendEval(q.buf, call, hint, asking)
+	return dials, asked, hint
 }
 
-// split returns the script's reply of a request that encode filled, and the
-// answers to the check's questions when asked (a copy: q may be recycled).
-func (q *request) split(asked bool) (v any, answers []any) {
-	if asked {
-		answers = append([]any(nil), q.vals[:len(q.vals)-1]...)
+// split returns the script's reply of a request that encode filled, the
+// answers to the check's questions when asked (a copy: q may be recycled),
+// and, asking, ASKING's error reply if the node refused it.
+func (q *request) split(asked, asking bool) (v any, answers []any, refused error) {
+	n := len(q.vals) - 1 // the questions' replies come before n
+	if asking {
+		n--
+		if e, ok := q.vals[n].(driver.Error); ok {
+			refused = e
+		}
 	}
-	return q.vals[len(q.vals)-1], answers
+	if asked {
+		answers = append([]any(nil), q.vals[:n]...)
+	}
+	return q.vals[len(q.vals)-1], answers, refused
 }
 
 // noScript reports the reply of a master that has not cached the script.
@@ -340,18 +374,17 @@ func noScript(v any) bool {
 // evalSource runs call by its source (EVAL) on p, after the master answered
 // EVALSHA with NOSCRIPT: on the same connection, so that it goes to the
 // server the answers describe.
-func (pl *Pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, answers []any, deadline time.Time) (any, []any, error) {
+func (pl *Pipeline) evalSource(ctx context.Context, p *pipe, call driver.Call, hint string, deadline time.Time) (any, error) {
 	q := pl.request()
 	q.want = 1
 	q.buf = appendEval(q.buf, call, hint, true)
 	vals, err := pl.roundTrip(ctx, p, q, deadline)
 	if err != nil {
-		return nil, answers, err
+		return nil, err
 	}
 	v := vals[0]
 	pl.recycle(q)
-	v, err = replyOrError(v)
-	return v, answers, err
+	return replyOrError(v)
 }
 
 // replyOrError returns an error reply as the error.

@@ -33,7 +33,6 @@ type started struct {
 	p        *pipe
 	q        *request
 	call     driver.Call
-	check    *driver.Check
 	asked    bool
 	hint     string
 	deadline time.Time
@@ -56,13 +55,7 @@ func (pl *Pipeline) start(ctx context.Context, call driver.Call, done driver.Don
 	q := pl.request()
 	s := &q.started
 	*s = started{ctx: ctx, pl: pl, p: p, q: q, call: call, deadline: deadline, done: done}
-	// Read once the pipe is in hand, so that one just opened counts.
-	s.rep.Dials = pl.dials.Load()
-	if call.Check != nil {
-		s.check = call.Check("")
-	}
-	s.asked = s.check.Due(s.rep.Dials)
-	s.hint = q.encode(call, s.check, s.asked)
+	s.rep.Dials, s.asked, s.hint = pl.encode(q, call, false)
 	// The pipe tells s of the reply, or of the deadline passing first (see
 	// pipe.expireDue): no timer and no callback on ctx per call.
 	s.q.notify, s.q.expires = s, deadline
@@ -100,7 +93,7 @@ func (s *started) replied() {
 		c.done.Returned(c.rep, err)
 		return
 	}
-	v, answers := q.split(c.asked)
+	v, answers, _ := q.split(c.asked, false) // no ASKING to be refused
 	c.pl.recycle(q)
 	c.rep.Answers = answers
 	if noScript(v) {
@@ -124,7 +117,7 @@ func (s started) again() {
 // answered EVALSHA with NOSCRIPT.
 func (s started) bySource() {
 	var err error
-	s.rep.Value, s.rep.Answers, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, s.rep.Answers, s.deadline)
+	s.rep.Value, err = s.pl.evalSource(s.ctx, s.p, s.call, s.hint, s.deadline)
 	switch {
 	case err == errNotSent:
 		// The connection stopped taking requests in between: the call
