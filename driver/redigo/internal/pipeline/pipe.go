@@ -101,7 +101,7 @@ type request struct {
 	done chan struct{}
 	// notify, when set, is told instead of done being signalled, once vals
 	// or err is final and its caller still waits, outside the pipe's lock:
-	// a started call (see start.go).
+	// a started call (see Start, in call.go).
 	notify notifier
 	// expires, for a started call (notify set), is its deadline: the pipe's
 	// timer abandons it then (see expireDue). Zero for a caller that waits.
@@ -113,7 +113,7 @@ type request struct {
 	queued, complete, abandoned bool
 	mark                        uint64
 	// started is the call that Start sent with the request, if any: the
-	// request's notify (see start.go).
+	// request's notify (see Start, in call.go).
 	started started
 }
 
@@ -532,4 +532,10 @@ func (p *pipe) lost() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err != nil && driver.Stale(p.err)
+}
+
+// netTimeout reports an error of a deadline that passed on a connection.
+func netTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
