@@ -101,7 +101,7 @@ type request struct {
 	done chan struct{}
 	// notify, when set, is told instead of done being signalled, once vals
 	// or err is final and its caller still waits, outside the pipe's lock:
-	// a started call (see start.go).
+	// a started call (see Start, in call.go).
 	notify notifier
 	// expires, for a started call (notify set), is its deadline: the pipe's
 	// timer abandons it then (see expireDue). Zero for a caller that waits.
@@ -113,7 +113,7 @@ type request struct {
 	queued, complete, abandoned bool
 	mark                        uint64
 	// started is the call that Start sent with the request, if any: the
-	// request's notify (see start.go).
+	// request's notify (see Start, in call.go).
 	started started
 }
 
@@ -195,21 +195,9 @@ func (p *pipe) send(q *request, deadline time.Time) bool {
 func (p *pipe) writeInline(deadline time.Time) {
 	var buf []byte
 	for round := 0; ; round++ {
-		p.mu.Lock()
-		p.keep(buf)
-		if p.err != nil || len(p.out) == 0 {
-			p.writing = false
-			p.mu.Unlock()
+		if buf = p.take(buf, round == maxInlineRounds); buf == nil {
 			return
 		}
-		if round == maxInlineRounds {
-			p.background()
-			p.mu.Unlock()
-			return
-		}
-		buf, p.out, p.spare = p.out, p.spare[:0], nil
-		p.mu.Unlock()
-
 		p.nc.SetWriteDeadline(deadline)
 		n, err := p.nc.Write(buf)
 		if err == nil {
@@ -239,15 +227,9 @@ func (p *pipe) background() {
 		defer p.pl.bg.Done()
 		var buf []byte
 		for {
-			p.mu.Lock()
-			p.keep(buf)
-			if p.err != nil || len(p.out) == 0 {
-				p.writing = false
-				p.mu.Unlock()
+			if buf = p.take(buf, false); buf == nil {
 				return
 			}
-			buf, p.out, p.spare = p.out, p.spare[:0], nil
-			p.mu.Unlock()
 			var dl time.Time
 			if p.write > 0 {
 				dl = time.Now().Add(p.write)
@@ -259,6 +241,28 @@ func (p *pipe) background() {
 			}
 		}
 	}()
+}
+
+// take is a writer's turn: it keeps the buffer the writer last wrote
+// (written) for reuse, and returns what is queued for the writer to write
+// next, or nil when the writer stops: nothing is queued or the pipe failed
+// (p.writing is cleared), or, with handOff, a goroutine takes the writing
+// over.
+func (p *pipe) take(written []byte, handOff bool) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keep(written)
+	if p.err != nil || len(p.out) == 0 {
+		p.writing = false
+		return nil
+	}
+	if handOff {
+		p.background()
+		return nil
+	}
+	buf := p.out
+	p.out, p.spare = p.spare[:0], nil
+	return buf
 }
 
 // keep keeps a written buffer for the next write. The caller holds p.mu.
@@ -528,4 +532,10 @@ func (p *pipe) lost() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err != nil && driver.Stale(p.err)
+}
+
+// netTimeout reports an error of a deadline that passed on a connection.
+func netTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

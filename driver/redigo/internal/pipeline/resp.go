@@ -100,25 +100,16 @@ func readValue(br *bufio.Reader, depth int) (any, error) {
 		}
 		return n, nil
 	case '$':
-		n, err := parseInt(line[1:])
-		switch {
-		case err != nil:
+		n, err := parseLength(line[1:], "bulk", maxBulk)
+		if err != nil || n == -1 {
 			return nil, err
-		case n == -1:
-			return nil, nil
-		case n < 0 || n > maxBulk:
-			return nil, fmt.Errorf("%w: bulk length %d", errProtocol, n)
 		}
 		return readBulk(br, int(n))
 	case '*':
-		n, err := parseInt(line[1:])
+		n, err := parseLength(line[1:], "array", maxArray)
 		switch {
-		case err != nil:
+		case err != nil || n == -1:
 			return nil, err
-		case n == -1:
-			return nil, nil
-		case n < 0 || n > maxArray:
-			return nil, fmt.Errorf("%w: array length %d", errProtocol, n)
 		case depth >= maxDepth:
 			return nil, fmt.Errorf("%w: arrays nested deeper than %d", errProtocol, maxDepth)
 		}
@@ -133,6 +124,16 @@ func readValue(br *bufio.Reader, depth int) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: type %q", errProtocol, line[0])
+}
+
+// parseLength parses the length of a bulk string or an array (what), at
+// most limit; -1 is the nil reply's.
+func parseLength(b []byte, what string, limit int64) (int64, error) {
+	n, err := parseInt(b)
+	if err == nil && n != -1 && (n < 0 || n > limit) {
+		err = fmt.Errorf("%w: %s length %d", errProtocol, what, n)
+	}
+	return n, err
 }
 
 // readLine returns one line without its CRLF. The slice is valid until the
