@@ -208,10 +208,17 @@ func TestDeadline_ResumedServer_ConnectionReplaced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), shortWait)
 	defer cancel()
 	require.Error(t, ping(ctx, p), "a paused server answered")
-	require.NoError(t, srv.Resume())
 
-	// The connection on which the call timed out was discarded, and a new
-	// one dialled.
-	assert.NoError(t, ping(testCtx(t), p))
+	// The next call, while the server stays paused, replaces the connection
+	// on which the call timed out at once: the first of a silent
+	// connection's replacements goes without delay. (Once the server is
+	// resumed, the late reply would end the silence, and the old
+	// connection would serve again.)
+	next := make(chan error, 1)
+	go func() { next <- ping(testCtx(t), p) }()
+	require.Eventually(t, func() bool { return redigo.Dials(p) == 2 }, 5*time.Second, 5*time.Millisecond,
+		"no new connection while the old one is silent")
+	require.NoError(t, srv.Resume())
+	assert.NoError(t, <-next)
 	assert.EqualValues(t, 2, redigo.Dials(p))
 }
