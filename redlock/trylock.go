@@ -33,7 +33,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // its checks passed; it ends the call's work.
 func (c *Client) tryOnce(ctx context.Context, op Op, key string, ttl time.Duration, lo lockOptions) (_ *Lock, err error) {
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(op), key)
+	lo.call = lo.op(op)
+	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)
@@ -75,7 +76,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(OpLock), key)
+	lo.call = lo.op(OpLock)
+	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.
@@ -87,7 +89,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, err
 		}
 	}
-	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
+	a := outcome{err: &AttemptError{Op: string(lo.call), Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
 	told := false // whether this call has said that it waits for the restart guard
