@@ -109,7 +109,8 @@ func (s *Semaphore) Quorum() int { return s.quorum }
 // Acquire takes a permit for ttl, waiting until one is free or ctx is done,
 // as Client.Lock waits for a lock: in line on the masters, so that a free
 // permit goes to the first waiters (see docs/guarantees.md, The semaphore).
-// Its errors are Lock's. WithOwner does not apply: a permit is not
+// Goroutines of this client waiting for the key take turns as Lock's do,
+// K at a time rather than one. Its errors are Lock's. WithOwner does not apply: a permit is not
 // reentrant, and it is ErrInvalid.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return s.c.Lock(ctx, s.key, ttl, s.options(opts)...)

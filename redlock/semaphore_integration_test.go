@@ -326,3 +326,55 @@ func TestIntegration_PermitQueue_RankBelowFree(t *testing.T) {
 		})
 	}
 }
+
+// Goroutines of one client waiting for a semaphore of K permits compete K
+// at a time: K of them hold places in the masters' queues, ready for K
+// free permits, and no more, so that the others do not hold up the line
+// with places whose goroutines wait behind them in the client. Each gets a
+// permit in turn, and nothing of the line is left on the masters.
+func TestIntegration_Semaphore_OneClientsWaitersCompeteKAtATime(t *testing.T) {
+	const permits, goroutines = 2, 6
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	holder, c := client(t, srv), client(t, srv)
+	hs, err := holder.Semaphore("wide", permits)
+	require.NoError(t, err)
+	var held []*Lock
+	for range permits {
+		l, err := hs.TryAcquire(ctx, 10*time.Second)
+		require.NoError(t, err)
+		held = append(held, l)
+	}
+	s, err := c.Semaphore("wide", permits)
+	require.NoError(t, err)
+	var holders atomic.Int32
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.Acquire(ctx, 10*time.Second)
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.LessOrEqual(t, holders.Add(1), int32(permits), "more holders than permits")
+			time.Sleep(5 * time.Millisecond)
+			holders.Add(-1)
+			assert.NoError(t, l.Release(ctx))
+		}()
+	}
+	waitQueued(t, "wide", permits, srv)
+	time.Sleep(100 * time.Millisecond) // time enough for a third to queue, were it allowed to
+	for _, m := range srv {
+		assert.Equal(t, permits, queued(t, m, "wide"), "waiters of one client queued on %s", m.Addr())
+	}
+	for _, l := range held {
+		require.NoError(t, l.Release(ctx))
+	}
+	wg.Wait()
+	for _, m := range srv {
+		assert.Eventually(t, func() bool { return !queueLeft(t, m, "wide") }, 5*time.Second, 5*time.Millisecond,
+			"the line left on %s", m.Addr())
+	}
+}
