@@ -188,7 +188,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		// A split this attempt lost: the winner keeps its grants and asks
 		// again; wait for its release, or the backoff.
 	}
-	out.err = c.notObtained(req, last, fenceErr, ok, elapsed, validity, timeout, window)
+	out.err = c.notObtained(lo.call, req, last, fenceErr, ok, elapsed, validity, timeout, window)
 	if err := c.permitsDiffer(last, req); err != nil {
 		out.err = err // no retry can succeed
 	}

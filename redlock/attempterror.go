@@ -14,7 +14,10 @@ import (
 // ErrLockNotHeld, a context's error) and errors.As each master's *NodeError.
 // The counts in Error are counts of Masters.
 type AttemptError struct {
-	// Op is what failed: "lock", "extend", "release" or "resume".
+	// Op is the call that failed, as an Observer names it (see Op): the
+	// call that took the hold ("lock", "trylock", "acquire",
+	// "tryacquire", "rlock", "tryrlock", "lockall", "trylockall"; a Do's
+	// is its Lock's or Acquire's), or "extend", "release" or "resume".
 	Op string
 	// Key is the lock's key, as given.
 	Key string
@@ -46,7 +49,9 @@ type MasterAnswer struct {
 	// Why says more: for MasterAbstained, why the restart guard did not
 	// count its vote ("new or restarted, up 0s, votes in 8s", "it is a
 	// replica ..."); for MasterFailed, the kind of failure ("connection
-	// refused", "NOPERM", ...). "" otherwise.
+	// refused", "NOPERM", ...); for MasterHeld, "a writer waits" when a
+	// read hold was refused because a writer of the key waits in line
+	// there, which no holder does. "" otherwise.
 	Why string
 	// VotesIn is, for MasterAbstained, how long until the guard counts its
 	// vote by the clock alone; 0 when only a change of the master's setup

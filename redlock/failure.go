@@ -82,12 +82,15 @@ func failed(err error) (Answer, string) {
 	}
 }
 
-// notObtained is the error of a failed attempt on key, written from one
-// tally of its last round (see outcomes).
-func (c *Client) notObtained(req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
+// notObtained is the error of a failed attempt of call op on key, written
+// from one tally of its last round (see outcomes).
+func (c *Client) notObtained(op Op, req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
 	ms := c.outcomes(last, req.key, window)
+	if req.read {
+		writerWaits(ms, last)
+	}
 	q := c.need(req.quorum)
-	e := &AttemptError{Op: "lock", Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
+	e := &AttemptError{Op: string(op), Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
 	e.wraps = []error{ErrNotObtained}
 	switch mis, kinds := misconfigured(ms, q); {
 	case fenceErr != nil:
@@ -106,6 +109,33 @@ func (c *Client) notObtained(req request, last round, fenceErr error, quorum boo
 	}
 	e.wraps = append(e.wraps, nodeErrs(ms)...)
 	return e
+}
+
+// writerWaitsWhy is the Why of a master that refused a read hold because a
+// writer waits in the key's queue (see read.lua): no writer holds it.
+const writerWaitsWhy = "a writer waits"
+
+// writerWaits marks, among ms, the masters of a read hold's round r that
+// refused it for a writer waiting in line: they name no holder, and a head
+// of the queue.
+func writerWaits(ms []MasterAnswer, r round) {
+	for i := range ms {
+		if a, _, ok := r.answer(i); ok && ms[i].Answer == MasterHeld && a.grant.Holder == scripts.Unknown && a.grant.Head != "" {
+			ms[i].Why = writerWaitsWhy
+		}
+	}
+}
+
+// heldWords says in a few words what holds the key on the masters of ms that
+// refused it: a writer waiting in line, when that is so on each of them,
+// else another client.
+func heldWords(ms []MasterAnswer) (cause, obstacle string) {
+	for _, m := range ms {
+		if m.Answer == MasterHeld && m.Why != writerWaitsWhy {
+			return "held by another client", "held by another client"
+		}
+	}
+	return "a writer waits for the key", "with a writer waiting"
 }
 
 // tallied counts the masters of each outcome.
@@ -184,19 +214,20 @@ func (c *Client) fix(req request, kinds []string) string {
 func acquireCause(ms []MasterAnswer, quorum int, timeout time.Duration) string {
 	t := tallied(ms)
 	n, spare := len(ms), len(ms)-quorum
+	heldCause, heldObstacle := heldWords(ms)
 	switch {
 	case t[MasterAbstained] > 0 && t[MasterAgreed]+t[MasterAbstained] >= quorum:
 		return fmt.Sprintf("%d of %d masters %s", t[MasterAbstained], n, quarantine(ms))
 	case t[MasterAgreed] >= quorum:
 		return fmt.Sprintf("%d of %d masters granted, but too late: after the node timeout of %v", t[MasterAgreed], n, timeout)
 	case t[MasterHeld] > spare:
-		return fmt.Sprintf("held by another client (%d of %d masters)", t[MasterHeld], n)
+		return fmt.Sprintf("%s (%d of %d masters)", heldCause, t[MasterHeld], n)
 	case t[MasterNoReply] > spare:
 		return fmt.Sprintf("%d of %d masters gave no reply within %v", t[MasterNoReply], n, timeout)
 	case t[MasterFailed] > spare:
 		return fmt.Sprintf("%d of %d masters %s", t[MasterFailed], n, failures(ms))
 	}
-	return fmt.Sprintf("%d of %d masters granted, %d needed: %s", t[MasterAgreed], n, quorum, obstacles(ms, timeout, "held by another client"))
+	return fmt.Sprintf("%d of %d masters granted, %d needed: %s", t[MasterAgreed], n, quorum, obstacles(ms, timeout, heldObstacle))
 }
 
 // obstacles lists, with their counts, the outcomes of the masters that did

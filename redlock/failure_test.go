@@ -48,6 +48,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 		name   string
 		run    func(t *testing.T) error
 		want   string
+		op     Op // the AttemptError's
 		counts map[Answer]int
 		is     []error
 	}{{
@@ -61,6 +62,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: held by another client \(3 of 5 masters\)`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterHeld: 3, MasterAgreed: 2},
 		is:     []error{ErrNotObtained, ErrHeld},
 	}, {
@@ -70,6 +72,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 3 of 3 masters quarantined after a restart, first votes in [0-9ms]+`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterAbstained: 3},
 		is:     []error{ErrNotObtained, ErrQuarantined},
 	}, {
@@ -82,6 +85,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained after 3[0-9]{2}ms: 3 of 3 masters quarantined after a restart, first votes in [0-9ms]+; gave up: context deadline exceeded`,
+		op:     OpLock,
 		counts: map[Answer]int{MasterAbstained: 3},
 		is:     []error{ErrNotObtained, ErrQuarantined, context.DeadlineExceeded},
 	}, {
@@ -103,6 +107,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 3 of 5 masters gave no reply within 50ms`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterNoReply: 3, MasterAgreed: 2},
 		is:     []error{ErrNotObtained},
 	}, {
@@ -113,6 +118,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 2 of 3 masters unreachable \(connection refused\)`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterFailed: 2, MasterAgreed: 1},
 		is:     []error{ErrNotObtained},
 	}, {
@@ -127,6 +133,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 1 of 3 masters granted, 2 needed: 1 held by another client, 1 gave no reply within 50ms`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterAgreed: 1, MasterHeld: 1, MasterNoReply: 1},
 		is:     []error{ErrNotObtained, ErrHeld},
 	}, {
@@ -137,6 +144,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 3 of 3 masters refuse the lock's commands \(NOPERM\): grant the ACL user the lock's keys and ~quorumlock:\* &quorumlock:\*`,
+		op:     OpLock,
 		counts: map[Answer]int{MasterFailed: 3},
 		is:     []error{ErrNotObtained, ErrMisconfigured},
 	}, {
@@ -153,6 +161,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 3 of 3 masters refuse the lock's commands \(WRONGPASS\): give the user and password in the address: redis://user:password@host:port`,
+		op:     OpLock,
 		counts: map[Answer]int{MasterFailed: 3},
 		is:     []error{ErrNotObtained, ErrMisconfigured},
 	}, {
@@ -164,6 +173,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 2 of 3 masters refuse the lock's commands \(READONLY\): the address is a replica; give its master's`,
+		op:     OpLock,
 		counts: map[Answer]int{MasterFailed: 2, MasterAgreed: 1},
 		is:     []error{ErrNotObtained, ErrMisconfigured},
 	}, {
@@ -176,6 +186,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: a quorum agreed, but the attempt took [0-9.]+[µm]?s, leaving validity -[0-9.]+[µm]?s`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterAgreed: 3},
 		is:     []error{ErrNotObtained},
 	}, {
@@ -187,6 +198,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not obtained: 3 of 3 masters failed \(cancelled\); gave up: context canceled`,
+		op:     OpTryLock,
 		counts: map[Answer]int{MasterFailed: 3},
 		is:     []error{ErrNotObtained, context.Canceled},
 	}, {
@@ -199,6 +211,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return l.Extend(ctx, 5*time.Second)
 		},
 		want:   `redlock: lock lost: 3 of 3 masters no longer hold it`,
+		op:     OpExtend,
 		counts: map[Answer]int{MasterNotHeld: 3},
 		is:     []error{ErrLockLost, ErrLockNotHeld},
 	}, {
@@ -215,6 +228,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return l.Extend(ctx, 5*time.Second)
 		},
 		want:   `redlock: lock lost: 1 of 3 masters extended it, 2 needed: 2 gave no reply within 50ms`,
+		op:     OpExtend,
 		counts: map[Answer]int{MasterAgreed: 1, MasterNoReply: 2},
 		is:     []error{ErrLockLost},
 	}, {
@@ -227,6 +241,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return l.Release(ctx)
 		},
 		want:   `redlock: lock not held: no master still held it`,
+		op:     OpRelease,
 		counts: map[Answer]int{MasterNotHeld: 3},
 		is:     []error{ErrLockNotHeld},
 	}, {
@@ -247,16 +262,142 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			return err
 		},
 		want:   `redlock: not released: 1 of 3 masters answered, 2 needed: 2 gave no reply within 50ms; the lock is as it was`,
+		op:     OpRelease,
 		counts: map[Answer]int{MasterAgreed: 1, MasterNoReply: 2},
+	}, {
+		name: "TryLockAll: a key held",
+		run: func(t *testing.T) error {
+			srv := masters(t, 3)
+			_, err := client(t, srv).TryLock(ctx, "b", 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "b", srv...)
+			_, err = client(t, srv).TryLockAll(ctx, []string{"a", "b"}, 10*time.Second)
+			return err
+		},
+		want:   `redlock: not obtained: held by another client \(3 of 3 masters\)`,
+		op:     OpTryLockAll,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld},
+	}, {
+		name: "semaphore: every permit held",
+		run: func(t *testing.T) error {
+			srv := masters(t, 3)
+			s, err := client(t, srv).Semaphore("k", 1)
+			require.NoError(t, err)
+			_, err = s.TryAcquire(ctx, 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
+			s, err = client(t, srv).Semaphore("k", 1)
+			require.NoError(t, err)
+			_, err = s.TryAcquire(ctx, 10*time.Second)
+			return err
+		},
+		want:   `redlock: not obtained: held by another client \(3 of 3 masters\)`,
+		op:     OpTryAcquire,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld},
+	}, {
+		name: "semaphore: Acquire gives up",
+		run: func(t *testing.T) error {
+			srv := masters(t, 3)
+			s, err := client(t, srv).Semaphore("k", 1)
+			require.NoError(t, err)
+			_, err = s.TryAcquire(ctx, 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "k", srv...)
+			s, err = client(t, srv).Semaphore("k", 1)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			_, err = s.Acquire(ctx, 10*time.Second)
+			return err
+		},
+		want:   `redlock: not obtained after 3[0-9]{2}ms: held by another client \(3 of 3 masters\); gave up: context deadline exceeded`,
+		op:     OpAcquire,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld, context.DeadlineExceeded},
+	}, {
+		name: "TryRLock: a writer waits",
+		run: func(t *testing.T) error {
+			return whileAWriterWaits(t, func(rw *RWLock) error {
+				_, err := rw.TryRLock(ctx, 10*time.Second)
+				return err
+			})
+		},
+		want:   `redlock: not obtained: a writer waits for the key \(3 of 3 masters\)`,
+		op:     OpTryRLock,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld},
+	}, {
+		name: "RLock gives up: a writer waits",
+		run: func(t *testing.T) error {
+			return whileAWriterWaits(t, func(rw *RWLock) error {
+				ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				_, err := rw.RLock(ctx, 10*time.Second)
+				return err
+			})
+		},
+		want:   `redlock: not obtained after 3[0-9]{2}ms: a writer waits for the key \(3 of 3 masters\); gave up: context deadline exceeded`,
+		op:     OpRLock,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld, context.DeadlineExceeded},
+	}, {
+		name: "TryRLock: a writer holds",
+		run: func(t *testing.T) error {
+			srv := masters(t, 3)
+			rw, err := client(t, srv).RWLock("doc")
+			require.NoError(t, err)
+			_, err = rw.TryLock(ctx, 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "doc", srv...)
+			rw, err = client(t, srv).RWLock("doc")
+			require.NoError(t, err)
+			_, err = rw.TryRLock(ctx, 10*time.Second)
+			return err
+		},
+		want:   `redlock: not obtained: held by another client \(3 of 3 masters\)`,
+		op:     OpTryRLock,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkMessage(t, tc.run(t), tc.want, tc.counts, tc.is...)
+			err := tc.run(t)
+			checkMessage(t, err, tc.want, tc.counts, tc.is...)
+			var ae *AttemptError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, string(tc.op), ae.Op)
 		})
 	}
 }
 
 // The message is written from the tally alone: each form, from outcomes
 // made up, and its counts are the tally's.
+// whileAWriterWaits runs read, a read hold's call on an RWLock of 3 masters, while
+// another client's reader holds the key and a writer waits in line for it
+// on every master.
+func whileAWriterWaits(t *testing.T, read func(rw *RWLock) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	srv := masters(t, 3)
+	reader, err := client(t, srv).RWLock("doc")
+	require.NoError(t, err)
+	_, err = reader.TryRLock(ctx, 10*time.Second)
+	require.NoError(t, err)
+	writer, err := client(t, srv).RWLock("doc")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		_, err := writer.Lock(ctx, 10*time.Second)
+		assert.ErrorIs(t, err, context.Canceled, "the writer waits until the test ends")
+	}()
+	waitQueued(t, "doc", 1, srv)
+	rw, err := client(t, srv).RWLock("doc")
+	require.NoError(t, err)
+	return read(rw)
+}
+
 func TestAcquireCause(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	of := func(os ...Answer) []MasterAnswer {

@@ -66,7 +66,8 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	defer c.work.done()
 	key := lo.set.keys[0]
-	ctx, obs := c.begin(ctx, OpLockAll, key)
+	lo.call = OpLockAll
+	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	start := c.o.clock.Now()
 	for n := 1; ; n++ {

@@ -285,6 +285,9 @@ type lockOptions struct {
 	// LockOption.
 	permits, quorum int
 	set             *keySet // LockAll's keys; nil for one key
+	// call is the public call that takes the hold, as an Observer names it
+	// (see op), and as its *AttemptError's Op names it; set by the call.
+	call Op
 }
 
 // readHold makes the call a read hold of an RWLock, writeHold its write

@@ -45,6 +45,9 @@ func readersShareAWriterExcludes(t *testing.T, srv []*redistest.Server) {
 	var pe *PermitsError
 	require.ErrorAs(t, err, &pe, "a semaphore's permit is refused while readers hold")
 	assert.Zero(t, pe.Recorded)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Regexp(t, `^redlock: key "doc" holds an RWLock's readers on master [^ ]+, not a semaphore's permits`, err.Error())
+	assert.LessOrEqual(t, len(err.Error()), 200)
 	require.NoError(t, r1.Release(ctx))
 	require.NoError(t, r2.Release(ctx))
 

@@ -109,7 +109,8 @@ func (s *Semaphore) Quorum() int { return s.quorum }
 // Acquire takes a permit for ttl, waiting until one is free or ctx is done,
 // as Client.Lock waits for a lock: in line on the masters, so that a free
 // permit goes to the first waiters (see docs/guarantees.md, The semaphore).
-// Its errors are Lock's. WithOwner does not apply: a permit is not
+// Goroutines of this client waiting for the key take turns as Lock's do,
+// K at a time rather than one. Its errors are Lock's. WithOwner does not apply: a permit is not
 // reentrant, and it is ErrInvalid.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return s.c.Lock(ctx, s.key, ttl, s.options(opts)...)
@@ -136,19 +137,25 @@ func (s *Semaphore) options(opts []LockOption) []LockOption {
 }
 
 // PermitsError is a master's refusal of a permit because the key's record
-// names another number of permits: the callers of the key disagree on K.
-// It wraps ErrInvalid; no retry can succeed.
+// names another number of permits: the callers of the key disagree on K,
+// or the key holds an RWLock's readers, whose record names 0. It wraps
+// ErrInvalid; no retry can succeed.
 type PermitsError struct {
 	Key      string // the semaphore's key
 	Permits  int    // what this call asked for
-	Recorded int    // what the master's record names
+	Recorded int    // what the master's record names; 0 for an RWLock's readers
 	Addr     string // the master
 }
 
-// Error names both counts and the master.
+// Error names both counts and the master, or says that the key holds an
+// RWLock's readers.
 func (e *PermitsError) Error() string {
-	return fmt.Sprintf("redlock: semaphore %q has %d permits on master %s, this call asks for %d: every caller of a key must give the same permits",
-		e.Key, e.Recorded, e.Addr, e.Permits)
+	if e.Recorded == 0 {
+		return oneLine(fmt.Sprintf("redlock: key %q holds an RWLock's readers on master %s, not a semaphore's permits: a key is one kind of lock for all its callers",
+			e.Key, e.Addr), maxErrorLen)
+	}
+	return oneLine(fmt.Sprintf("redlock: semaphore %q has %d permits on master %s, this call asks for %d: every caller of a key must give the same permits",
+		e.Key, e.Recorded, e.Addr, e.Permits), maxErrorLen)
 }
 
 // Unwrap returns ErrInvalid.

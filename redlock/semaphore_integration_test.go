@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -325,4 +326,167 @@ func TestIntegration_PermitQueue_RankBelowFree(t *testing.T) {
 			step(permit("t", "", 0), false, 0) // none free
 		})
 	}
+}
+
+// Goroutines of one client waiting for a semaphore of K permits compete K
+// at a time: K of them hold places in the masters' queues, ready for K
+// free permits, and no more, so that the others do not hold up the line
+// with places whose goroutines wait behind them in the client. Each gets a
+// permit in turn, and nothing of the line is left on the masters.
+func TestIntegration_Semaphore_OneClientsWaitersCompeteKAtATime(t *testing.T) {
+	const permits, goroutines = 2, 6
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	holder, c := client(t, srv), client(t, srv)
+	hs, err := holder.Semaphore("wide", permits)
+	require.NoError(t, err)
+	var held []*Lock
+	for range permits {
+		l, err := hs.TryAcquire(ctx, 10*time.Second)
+		require.NoError(t, err)
+		held = append(held, l)
+	}
+	s, err := c.Semaphore("wide", permits)
+	require.NoError(t, err)
+	var holders atomic.Int32
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.Acquire(ctx, 10*time.Second)
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.LessOrEqual(t, holders.Add(1), int32(permits), "more holders than permits")
+			time.Sleep(5 * time.Millisecond)
+			holders.Add(-1)
+			assert.NoError(t, l.Release(ctx))
+		}()
+	}
+	waitQueued(t, "wide", permits, srv)
+	time.Sleep(100 * time.Millisecond) // time enough for a third to queue, were it allowed to
+	for _, m := range srv {
+		assert.Equal(t, permits, queued(t, m, "wide"), "waiters of one client queued on %s", m.Addr())
+	}
+	for _, l := range held {
+		require.NoError(t, l.Release(ctx))
+	}
+	wg.Wait()
+	for _, m := range srv {
+		assert.Eventually(t, func() bool { return !queueLeft(t, m, "wide") }, 5*time.Second, 5*time.Millisecond,
+			"the line left on %s", m.Addr())
+	}
+}
+
+// A permit's release announces the head of the queue and the waiter the
+// freed permit lets in: with F permits free, the one at rank F-1, which
+// the head alone would leave to its renewal while the head has not taken
+// its own permit yet. On Redis 7 and 6.0.
+func TestIntegration_PermitRelease_AnnouncesTheWaiterItLetsIn(t *testing.T) {
+	for _, v := range queueVersions {
+		t.Run(v.name, func(t *testing.T) {
+			srv := v.start(t, 1)
+			m := client(t, srv).nodes[0]
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			sub, err := redis.Dial("tcp", srv[0].Addr(), redis.DialReadTimeout(5*time.Second))
+			require.NoError(t, err)
+			defer sub.Close()
+			if aclSuite() {
+				_, err := sub.Do("AUTH", "app", "secret")
+				require.NoError(t, err)
+			}
+			psc := redis.PubSubConn{Conn: sub}
+			require.NoError(t, psc.Subscribe(suiteNames().Of("line").Channel()))
+			_, ok := psc.Receive().(redis.Subscription)
+			require.True(t, ok)
+			announced := func(want ...string) {
+				t.Helper()
+				for _, w := range want {
+					msg, ok := psc.Receive().(redis.Message)
+					require.True(t, ok)
+					assert.Equal(t, w, string(msg.Data))
+				}
+			}
+			permit := func(token, waiter string, ticket int64) request {
+				r := request{key: "line", token: token, ttl: 10 * time.Second, permits: 2}
+				if waiter != "" {
+					r.waiter, r.ticket, r.lease = waiter, ticket, 10*time.Second
+				}
+				return r
+			}
+			for _, token := range []string{"a", "b"} {
+				g, err := m.acquire(ctx, permit(token, "", 0))
+				require.NoError(t, err)
+				require.True(t, g.OK)
+			}
+			for i, w := range []string{"w0", "w1", "w2"} {
+				g, err := m.acquire(ctx, permit(w+"-1", w, int64(i+1)))
+				require.NoError(t, err)
+				require.False(t, g.OK)
+			}
+			_, err = m.release(ctx, permit("a", "", 0))
+			require.NoError(t, err)
+			announced("w0") // one permit free: the head alone may take it
+			_, err = m.release(ctx, permit("b", "", 0))
+			require.NoError(t, err)
+			announced("w0", "w1") // two free: the head, and the one behind it
+			g, err := m.acquire(ctx, permit("w0-2", "w0", 1))
+			require.NoError(t, err)
+			require.True(t, g.OK)
+			_, err = m.release(ctx, permit("w0-2", "", 0))
+			require.NoError(t, err)
+			announced("w1", "w2") // nothing came in between: messages arrive in order
+		})
+	}
+}
+
+// A waiter that a release lets in to a permit takes it at once, though the
+// head of the line ahead of it does not take its own: the release names it.
+// Its renewal, every third of a minute's queue lease, would come too late.
+func TestIntegration_Semaphore_ReleaseWakesTheWaiterItLetsIn(t *testing.T) {
+	srv := masters(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder := client(t, srv)
+	hs, err := holder.Semaphore("let-in", 2)
+	require.NoError(t, err)
+	a, err := hs.TryAcquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	b, err := hs.TryAcquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "let-in", srv...)
+	// A waiter with no Lock call behind it heads the line on every master.
+	for i, n := range holder.nodes {
+		g, err := n.acquire(ctx, request{key: "let-in", token: "dead-1", ttl: time.Second, permits: 2, quorum: hs.Quorum(),
+			waiter: "dead", ticket: 1, lease: time.Minute})
+		require.NoError(t, err, "master %d", i)
+		require.False(t, g.OK, "master %d", i)
+	}
+	s, err := client(t, srv, WithQueueLease(time.Minute)).Semaphore("let-in", 2)
+	require.NoError(t, err)
+	got := make(chan *Lock, 1)
+	go func() {
+		l, err := s.Acquire(ctx, 10*time.Second)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitQueued(t, "let-in", 2, srv)
+	require.NoError(t, a.Release(ctx))
+	time.Sleep(50 * time.Millisecond) // one free permit is the head's: the waiter stays
+	select {
+	case <-got:
+		t.Fatal("the waiter took the head's permit")
+	default:
+	}
+	released := time.Now()
+	require.NoError(t, b.Release(ctx))
+	l := <-got
+	require.NotNil(t, l)
+	waited := time.Since(released)
+	t.Logf("the waiter took a permit %v after the release that let it in", waited)
+	assert.Less(t, waited, 2*time.Second, "woken by the release, not by its renewal")
+	require.NoError(t, l.Release(ctx))
 }

@@ -33,7 +33,8 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // its checks passed; it ends the call's work.
 func (c *Client) tryOnce(ctx context.Context, op Op, key string, ttl time.Duration, lo lockOptions) (_ *Lock, err error) {
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(op), key)
+	lo.call = lo.op(op)
+	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	a := c.attempt(ctx, key, ttl, lo, nil, nil)
 	c.observeAttempt(ctx, key, obs.next(), a)
@@ -75,7 +76,8 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		return nil, err
 	}
 	defer c.work.done()
-	ctx, obs := c.begin(ctx, lo.op(OpLock), key)
+	lo.call = lo.op(OpLock)
+	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	// Goroutines of this client already waiting for the key go first: a
 	// newcomer joins the line instead of splitting the votes with its head.
@@ -87,7 +89,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, err
 		}
 	}
-	a := outcome{err: &AttemptError{Op: "lock", Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
+	a := outcome{err: &AttemptError{Op: string(lo.call), Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
 	told := false // whether this call has said that it waits for the restart guard
@@ -109,11 +111,11 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 	}
 	w := c.hub.join(key, ttl, lo, at)
-	if at != nil && at.sent.Load() && !w.first() {
-		// Another goroutine of this client joined the line first: only the
-		// first in line keeps a place on the masters, where a place ahead
-		// of the first's would hold it up. This one takes its place out,
-		// and queues again with a new one, at the same ticket, once first.
+	if at != nil && at.sent.Load() && !w.hasTurn() {
+		// Other goroutines of this client joined the line first: only those
+		// in turn keep a place on the masters, where a place ahead of theirs
+		// would hold them up. This one takes its place out, and queues again
+		// with a new one, at the same ticket, once its turn comes.
 		old := at
 		if at, err = c.newPlace(); err != nil {
 			w.leave(false)
@@ -138,15 +140,15 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 	// Announcements are heard from here on, so an immediate retry closes
 	// the gap between the first attempt and the subscription: a release
 	// made in it, naming this waiter, went unheard. A waiter that is not
-	// first in line here has no such gap (see pokeIfFirst). One that stands
+	// in turn here has no such gap (see pokeIfInTurn). One that stands
 	// behind two others or more in the masters' queues is unlikely to be
 	// named that soon, so it does not retry at once, but its first wait is
 	// short: those ahead of it may have left in the gap (other goroutines
 	// of this client, say, that joined its line behind it). One that made
-	// no attempt and is first in line tries at once.
+	// no attempt and is in turn tries at once.
 	w.ready(ctx, c.nodeTimeout(ttl))
 	if !attempted || !a.far {
-		w.pokeIfFirst()
+		w.pokeIfInTurn()
 	}
 	gap := attempted && a.far
 	for n := 1; ; n++ {

@@ -9,14 +9,17 @@ import (
 // hub lets waiters sleep until a release is announced instead of polling.
 //
 // Goroutines of one Client waiting for the same key queue in arrival order;
-// only the first in line competes, so they do not split each other's votes,
-// and only it holds a place in the masters' queues (see place). A release
-// by this client wakes the first in line directly. A release by another
-// client is announced on the key's channel on every master, naming the
-// head of that master's queue; the hub hears it through one pub/sub
-// connection per master, shared by all keys, subscribed to a key's channel
-// while anyone here waits for it, and wakes its first in line only when the
-// announcement names it, or names nobody.
+// only those in turn compete, and only they hold places in the masters'
+// queues (see place). For a lock or a read hold that is the first in line
+// alone, so that they do not split each other's votes; for a semaphore of
+// K permits it is the first K, since K of them may hold a permit at once
+// (see waiter.width). A release by this client wakes the first in line
+// directly. A release by another client is announced on the key's channel
+// on every master, naming the head of that master's queue; the hub hears
+// it through one pub/sub connection per master, shared by all keys,
+// subscribed to a key's channel while anyone here waits for it, and wakes
+// the waiter in turn that the announcement names, or the first in line
+// when it names nobody.
 type hub struct {
 	c    *Client
 	need int // subscriptions that guarantee hearing any quorum's release
@@ -47,7 +50,10 @@ type waiter struct {
 	lo   lockOptions
 	at   *place        // its place in the masters' queues
 	wake chan struct{} // a release was announced; buffered so none is missed
-	turn chan struct{} // closed when this waiter is first in line
+	turn chan struct{} // closed when this waiter's turn comes; see inTurn
+	// inTurn, guarded by h.mu: the waiter stands among the first width()
+	// in line, and competes.
+	inTurn bool
 
 	// Guarded by h.mu. A waiter first in line that is not busy with an
 	// attempt of its own may be claimed by a releaser and handed the lock;
@@ -91,17 +97,36 @@ func (h *hub) join(key string, ttl time.Duration, lo lockOptions, at *place) *wa
 	}
 	w := &waiter{h: h, q: q, ttl: ttl, lo: lo, at: at, wake: make(chan struct{}, 1), turn: make(chan struct{}), handed: make(chan *Lock, 1)}
 	q.waiters = append(q.waiters, w)
-	if len(q.waiters) == 1 {
-		close(w.turn) // first in line: its caller pokes it when it should try at once
-	}
+	q.giveTurns() // in turn at once, its caller pokes it when it should try at once
 	return w
 }
 
-// first reports whether w is first in line.
-func (w *waiter) first() bool {
+// width is how many waiters of this client in line for w's key may compete
+// at once: K for a semaphore's permit, one for anything else.
+func (w *waiter) width() int { return max(1, w.lo.permits) }
+
+// giveTurns gives their turn to the waiters among the first width() in
+// line that have none yet, and returns them. The caller holds h.mu.
+func (q *queue) giveTurns() []*waiter {
+	var given []*waiter
+	for j, x := range q.waiters {
+		if j >= x.width() {
+			break
+		}
+		if !x.inTurn {
+			x.inTurn = true
+			close(x.turn)
+			given = append(given, x)
+		}
+	}
+	return given
+}
+
+// hasTurn reports whether w's turn has come: it competes for the key.
+func (w *waiter) hasTurn() bool {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	return len(w.q.waiters) > 0 && w.q.waiters[0] == w
+	return w.inTurn
 }
 
 // placeNow returns w's place in the masters' queues.
@@ -125,16 +150,16 @@ func (h *hub) waiting(key string) bool {
 	return h.queues[key] != nil
 }
 
-// pokeIfFirst pokes w when it is first in line. A waiter further back
-// needs no poke: it comes first either when the waiter before it got the
+// pokeIfInTurn pokes w when its turn has come. A waiter further back
+// needs no poke: its turn comes either when a waiter before it got the
 // lock, whose release then wakes it or hands it the lock, or when that
 // waiter left without it, which pokes it (see dequeue). A poke kept until
 // then would make it try at once, against the lock just taken, and keep
 // the lock's release from handing the key to it.
-func (w *waiter) pokeIfFirst() {
+func (w *waiter) pokeIfInTurn() {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
-	if q := w.q; len(q.waiters) > 0 && q.waiters[0] == w {
+	if w.inTurn {
 		w.poke()
 	}
 }
@@ -146,7 +171,7 @@ func (w *waiter) poke() {
 	}
 }
 
-// wait blocks until this waiter is first in line and then until a release
+// wait blocks until this waiter's turn has come and then until a release
 // is announced, delay has passed, or a releaser of this client hands it the
 // lock. It returns the lock handed over, if any; ctx's error; or ErrClosed.
 func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
@@ -176,9 +201,11 @@ func (w *waiter) wait(ctx context.Context, delay time.Duration) (*Lock, error) {
 	return nil, nil
 }
 
-// leave takes the waiter out of line. If it was first and did not get the
-// lock, the next in line tries at once; if it got the lock, the next waits
-// for its release. Out of line, no releaser can claim it any more; a
+// leave takes the waiter out of line. If it was in turn, the next in line
+// without a turn gets one. That one tries at once if this waiter did not
+// get the lock, or if it waits for a permit: it has no place on the
+// masters yet, and another permit may be free. Otherwise it waits for the
+// lock's release. Out of line, no releaser can claim it any more; a
 // hand-over claimed before is waited for, and the lock it brings given back.
 func (w *waiter) leave(gotLock bool) {
 	w.dequeue(gotLock)
@@ -216,11 +243,11 @@ func (w *waiter) dequeue(gotLock bool) {
 		}
 		return
 	}
-	if i == 0 {
-		next := q.waiters[0]
-		close(next.turn)
-		if !gotLock {
-			next.poke()
+	if w.inTurn {
+		for _, next := range q.giveTurns() {
+			if !gotLock || next.lo.permits > 0 {
+				next.poke()
+			}
 		}
 	}
 }
@@ -228,15 +255,24 @@ func (w *waiter) dequeue(gotLock bool) {
 // notify wakes the first waiter for key: its holder released it.
 func (h *hub) notify(key string) { h.announced(key, "") }
 
-// announced wakes the first waiter for key when a master announced that
-// key is free for head: the waiter at the head of its queue, or anyone
-// ("") when nobody queues there.
+// announced wakes a waiter for key when a master announced that key is
+// free for head, the waiter at the head of its queue: the waiter in turn
+// whose place head names, or the first in line when head is "" (nobody
+// queues there) or the first holds no place (a reader).
 func (h *hub) announced(key, head string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
-		if w := q.waiters[0]; head == "" || w.at == nil || w.at.id == head {
+	q := h.queues[key]
+	if q == nil {
+		return
+	}
+	for j, w := range q.waiters {
+		if j >= w.width() {
+			break
+		}
+		if head == "" || w.at == nil || w.at.id == head {
 			w.poke()
+			return
 		}
 	}
 }

@@ -13,6 +13,11 @@
 -- a head.
 -- Returns 1 when the permit was given back, 3 when given back but the
 -- announcement failed, 0 when the token held no permit here.
+--
+-- The announcement names the queue's head, as release.lua's does, and, for
+-- a semaphore, also the waiter this permit lets in: with F permits free, the
+-- waiter at rank F-1 may now take one (see permit.lua), and the head alone
+-- would leave it to its renewal while the head has not taken its own.
 local sem, void, queue, leases, rec, floor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local waiter, rollback = ARGV[6], ARGV[9]
@@ -24,6 +29,7 @@ if not livePermit(sem, token, now) then
   return 0
 end
 if fence ~= '' then L.raiseFloorTo(floor, fence) end
+local k = tonumber(redis.pcall('GET', rec)) or 0 -- K; 0 for an RWLock's readers
 redis.call('ZREM', sem, token)
 keepPermits(sem, rec, now)
 if waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
@@ -33,5 +39,11 @@ if channel ~= '' then
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if head then head = L.queueHead(queue, leases) end
   if (head or rollback ~= '1') and not L.announce(channel, sharded, head or '') then return 3 end
+  if head and k >= 2 then
+    redis.call('ZREMRANGEBYSCORE', sem, '-inf', now) -- ended permits free theirs, as permit.lua counts
+    local free = k - redis.call('ZCARD', sem)
+    local next = free >= 2 and redis.call('ZRANGE', queue, free - 1, free - 1)[1]
+    if next and next ~= head and not L.announce(channel, sharded, next) then return 3 end
+  end
 end
 return 1
