@@ -14,10 +14,11 @@ import (
 // ErrLockNotHeld, a context's error) and errors.As each master's *NodeError.
 // The counts in Error are counts of Masters.
 type AttemptError struct {
-	// Op is the call that failed, as an Observer names it (see Op): the
-	// call that took the hold ("lock", "trylock", "acquire",
-	// "tryacquire", "rlock", "tryrlock", "lockall", "trylockall"; a Do's
-	// is its Lock's or Acquire's), or "extend", "release" or "resume".
+	// Op is what failed: taking a hold, named by the call that waits for
+	// it whether the caller waited or tried once ("lock" for Lock,
+	// TryLock and Do, "acquire" for a semaphore's permit, "rlock" for a
+	// read hold, "lockall" for a set of keys), or "extend", "release" or
+	// "resume".
 	Op string
 	// Key is the lock's key, as given.
 	Key string

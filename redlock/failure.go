@@ -90,7 +90,7 @@ func (c *Client) notObtained(op Op, req request, last round, fenceErr error, quo
 		writerWaits(ms, last)
 	}
 	q := c.need(req.quorum)
-	e := &AttemptError{Op: string(op), Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
+	e := &AttemptError{Op: hold(op), Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
 	e.wraps = []error{ErrNotObtained}
 	switch mis, kinds := misconfigured(ms, q); {
 	case fenceErr != nil:

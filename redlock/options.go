@@ -312,6 +312,23 @@ func (o lockOptions) op(call Op) Op {
 	return call
 }
 
+// hold names the hold call takes, as an *AttemptError's Op does: the call
+// that waits for it, whether call waits or tries once ("lock" for Lock and
+// TryLock, "acquire", "rlock", "lockall").
+func hold(call Op) string {
+	switch call {
+	case OpTryLock:
+		return string(OpLock)
+	case OpTryAcquire:
+		return string(OpAcquire)
+	case OpTryRLock:
+		return string(OpRLock)
+	case OpTryLockAll:
+		return string(OpLockAll)
+	}
+	return string(call)
+}
+
 // WithOwner makes the acquisition reentrant for owner: if owner already holds
 // the key, the acquisition succeeds at once, adds a hold and refreshes the TTL
 // (never shortening it). Each hold is released on its own; the key is freed

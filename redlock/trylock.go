@@ -89,7 +89,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 			return nil, err
 		}
 	}
-	a := outcome{err: &AttemptError{Op: string(lo.call), Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
+	a := outcome{err: &AttemptError{Op: hold(lo.call), Key: key, Quorum: c.need(lo.quorum), head: "redlock: not obtained",
 		cause: "waiting in line behind this client's other callers of the key", wraps: []error{ErrNotObtained}}}
 	attempted := lo.owner != "" || !c.hub.waiting(key)
 	told := false // whether this call has said that it waits for the restart guard
