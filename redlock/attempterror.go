@@ -52,7 +52,9 @@ type MasterAnswer struct {
 	// replica ..."); for MasterFailed, the kind of failure ("connection
 	// refused", "NOPERM", ...); for MasterHeld, "a writer waits" when a
 	// read hold was refused because a writer of the key waits in line
-	// there, which no holder does. "" otherwise.
+	// there, which no holder does, and "others wait in line" when the key
+	// was free but others wait in its queue ahead of the caller. ""
+	// otherwise.
 	Why string
 	// VotesIn is, for MasterAbstained, how long until the guard counts its
 	// vote by the clock alone; 0 when only a change of the master's setup

@@ -86,9 +86,7 @@ func failed(err error) (Answer, string) {
 // from one tally of its last round (see outcomes).
 func (c *Client) notObtained(op Op, req request, last round, fenceErr error, quorum bool, elapsed, validity, timeout, window time.Duration) error {
 	ms := c.outcomes(last, req.key, window)
-	if req.read {
-		writerWaits(ms, last)
-	}
+	inLine(ms, last, req.read)
 	q := c.need(req.quorum)
 	e := &AttemptError{Op: hold(op), Key: req.key, Quorum: q, Masters: ms, head: "redlock: not obtained"}
 	e.wraps = []error{ErrNotObtained}
@@ -113,29 +111,50 @@ func (c *Client) notObtained(op Op, req request, last round, fenceErr error, quo
 
 // writerWaitsWhy is the Why of a master that refused a read hold because a
 // writer waits in the key's queue (see read.lua): no writer holds it.
-const writerWaitsWhy = "a writer waits"
+// lineWhy is that of a master that refused a free key because others wait
+// in its queue ahead of the caller (see acquire.lua).
+const (
+	writerWaitsWhy = "a writer waits"
+	lineWhy        = "others wait in line"
+)
 
-// writerWaits marks, among ms, the masters of a read hold's round r that
-// refused it for a writer waiting in line: they name no holder, and a head
-// of the queue.
-func writerWaits(ms []MasterAnswer, r round) {
+// inLine marks, among ms, the masters of round r that refused the hold for
+// a line of waiters rather than a holder: a read hold's for a writer
+// waiting (they name no holder, and a head of the queue), another's for
+// others ahead in the queue of a free key.
+func inLine(ms []MasterAnswer, r round, read bool) {
 	for i := range ms {
-		if a, _, ok := r.answer(i); ok && ms[i].Answer == MasterHeld && a.grant.Holder == scripts.Unknown && a.grant.Head != "" {
+		a, _, ok := r.answer(i)
+		if !ok || ms[i].Answer != MasterHeld || a.grant.Head == "" {
+			continue
+		}
+		switch {
+		case read && a.grant.Holder == scripts.Unknown:
 			ms[i].Why = writerWaitsWhy
+		case !read && a.grant.PTTL == scripts.NoKey:
+			ms[i].Why = lineWhy
 		}
 	}
 }
 
-// heldWords says in a few words what holds the key on the masters of ms that
-// refused it: a writer waiting in line, when that is so on each of them,
-// else another client.
+// heldWords says in a few words what keeps the key from the caller on the
+// masters of ms that refused it: a writer waiting in line, or others
+// waiting in line, when that is so on each of them, else another client.
 func heldWords(ms []MasterAnswer) (cause, obstacle string) {
+	writer := false
 	for _, m := range ms {
-		if m.Answer == MasterHeld && m.Why != writerWaitsWhy {
+		switch {
+		case m.Answer != MasterHeld:
+		case m.Why == writerWaitsWhy:
+			writer = true
+		case m.Why != lineWhy:
 			return "held by another client", "held by another client"
 		}
 	}
-	return "a writer waits for the key", "with a writer waiting"
+	if writer {
+		return "a writer waits for the key", "with a writer waiting"
+	}
+	return "others wait in line for the key", "with others waiting in line"
 }
 
 // tallied counts the masters of each outcome.

@@ -343,6 +343,24 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 		counts: map[Answer]int{MasterHeld: 3},
 		is:     []error{ErrNotObtained, ErrHeld, context.DeadlineExceeded},
 	}, {
+		name: "TryLock: others wait in line",
+		run: func(t *testing.T) error {
+			srv := masters(t, 3)
+			holder := client(t, srv)
+			l, err := holder.TryLock(ctx, "doc", 10*time.Second)
+			require.NoError(t, err)
+			waitHeld(t, "doc", srv...)
+			placeOn(t, holder, "doc", "ahead", 1, 10*time.Second)
+			require.NoError(t, l.Release(ctx))
+			require.NoError(t, holder.Close()) // the release's last deletes have landed: the key is free everywhere
+			_, err = client(t, srv).TryLock(ctx, "doc", 10*time.Second)
+			return err
+		},
+		want:   `redlock: not obtained: others wait in line for the key \(3 of 3 masters\)`,
+		op:     OpTryLock,
+		counts: map[Answer]int{MasterHeld: 3},
+		is:     []error{ErrNotObtained, ErrHeld},
+	}, {
 		name: "TryRLock: a writer holds",
 		run: func(t *testing.T) error {
 			srv := masters(t, 3)
