@@ -265,22 +265,7 @@ func TestCluster_ACL_TheDocsPermissions(t *testing.T) {
 func migrate(t *testing.T, cs []*redistest.Cluster, s int) {
 	t.Helper()
 	for _, c := range cs {
-		from, err := c.MasterFor(s)
-		require.NoError(t, err)
-		masters, err := c.Masters()
-		require.NoError(t, err)
-		to := masters[0]
-		if to == from {
-			to = masters[1]
-		}
-		id := func(addr string) string {
-			v, err := redistest.DoAt(addr, "CLUSTER", "MYID")
-			require.NoError(t, err)
-			return v
-		}
-		_, err = redistest.DoAt(to, "CLUSTER", "SETSLOT", fmt.Sprint(s), "IMPORTING", id(from))
-		require.NoError(t, err)
-		_, err = redistest.DoAt(from, "CLUSTER", "SETSLOT", fmt.Sprint(s), "MIGRATING", id(to))
+		_, _, err := c.Migrate(s)
 		require.NoError(t, err)
 	}
 }

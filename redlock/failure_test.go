@@ -281,16 +281,10 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 	}, {
 		name: "semaphore: every permit held",
 		run: func(t *testing.T) error {
-			srv := masters(t, 3)
-			s, err := client(t, srv).Semaphore("k", 1)
-			require.NoError(t, err)
-			_, err = s.TryAcquire(ctx, 10*time.Second)
-			require.NoError(t, err)
-			waitHeld(t, "k", srv...)
-			s, err = client(t, srv).Semaphore("k", 1)
-			require.NoError(t, err)
-			_, err = s.TryAcquire(ctx, 10*time.Second)
-			return err
+			return whilePermitsHeld(t, func(s *Semaphore) error {
+				_, err := s.TryAcquire(ctx, 10*time.Second)
+				return err
+			})
 		},
 		want:   `redlock: not obtained: held by another client \(3 of 3 masters\)`,
 		op:     OpTryAcquire,
@@ -299,18 +293,12 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 	}, {
 		name: "semaphore: Acquire gives up",
 		run: func(t *testing.T) error {
-			srv := masters(t, 3)
-			s, err := client(t, srv).Semaphore("k", 1)
-			require.NoError(t, err)
-			_, err = s.TryAcquire(ctx, 10*time.Second)
-			require.NoError(t, err)
-			waitHeld(t, "k", srv...)
-			s, err = client(t, srv).Semaphore("k", 1)
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			defer cancel()
-			_, err = s.Acquire(ctx, 10*time.Second)
-			return err
+			return whilePermitsHeld(t, func(s *Semaphore) error {
+				ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				_, err := s.Acquire(ctx, 10*time.Second)
+				return err
+			})
 		},
 		want:   `redlock: not obtained after 3[0-9]{2}ms: held by another client \(3 of 3 masters\); gave up: context deadline exceeded`,
 		op:     OpAcquire,
@@ -391,6 +379,22 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			assert.Equal(t, want, ae.Op)
 		})
 	}
+}
+
+// whilePermitsHeld runs take with a semaphore of one permit, on 3 masters,
+// whose permit another client holds on every master.
+func whilePermitsHeld(t *testing.T, take func(s *Semaphore) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv := masters(t, 3)
+	s, err := client(t, srv).Semaphore("k", 1)
+	require.NoError(t, err)
+	_, err = s.TryAcquire(ctx, 10*time.Second)
+	require.NoError(t, err)
+	waitHeld(t, "k", srv...)
+	s, err = client(t, srv).Semaphore("k", 1)
+	require.NoError(t, err)
+	return take(s)
 }
 
 // The message is written from the tally alone: each form, from outcomes

@@ -26,22 +26,7 @@ func TestCluster_Ask_QuestionsThenAskingThenTheScript(t *testing.T) {
 		Extra: []string{"--user", "noasking", "on", ">secret", "~*", "&*", "+@all", "-asking"},
 	})
 	const s = 200
-	from, err := c.MasterFor(s)
-	require.NoError(t, err)
-	masters, err := c.Masters()
-	require.NoError(t, err)
-	to := masters[0]
-	if to == from {
-		to = masters[1]
-	}
-	id := func(addr string) string {
-		v, err := redistest.DoAt(addr, "CLUSTER", "MYID")
-		require.NoError(t, err)
-		return v
-	}
-	_, err = redistest.DoAt(to, "CLUSTER", "SETSLOT", fmt.Sprint(s), "IMPORTING", id(from))
-	require.NoError(t, err)
-	_, err = redistest.DoAt(from, "CLUSTER", "SETSLOT", fmt.Sprint(s), "MIGRATING", id(to))
+	from, to, err := c.Migrate(s)
 	require.NoError(t, err)
 	tag, err := slot.TagFor(s)
 	require.NoError(t, err)

@@ -244,6 +244,44 @@ func (c *Cluster) MasterFor(s int) (string, error) {
 	return "", fmt.Errorf("redistest: no master owns slot %d", s)
 }
 
+// Migrate starts moving slot s from its master to another master of the
+// cluster, and returns both: the old master answers ASK for the slot's keys
+// it lacks, and the new one serves them after ASKING. The slot is left
+// migrating.
+func (c *Cluster) Migrate(s int) (from, to string, err error) {
+	if from, err = c.MasterFor(s); err != nil {
+		return "", "", err
+	}
+	masters, err := c.Masters()
+	if err != nil {
+		return "", "", err
+	}
+	for _, m := range masters {
+		if m != from {
+			to = m
+			break
+		}
+	}
+	if to == "" {
+		return "", "", fmt.Errorf("redistest: no other master to move slot %d to", s)
+	}
+	fromID, err := DoAt(from, "CLUSTER", "MYID")
+	if err != nil {
+		return "", "", err
+	}
+	toID, err := DoAt(to, "CLUSTER", "MYID")
+	if err != nil {
+		return "", "", err
+	}
+	if _, err = DoAt(to, "CLUSTER", "SETSLOT", fmt.Sprint(s), "IMPORTING", fromID); err != nil {
+		return "", "", err
+	}
+	if _, err = DoAt(from, "CLUSTER", "SETSLOT", fmt.Sprint(s), "MIGRATING", toID); err != nil {
+		return "", "", err
+	}
+	return from, to, nil
+}
+
 // KeyOn returns a key without a hash tag, prefix followed by "-" and a
 // number, whose slot the master at addr owns now, and that slot, as the
 // first running node that answers sees it.
