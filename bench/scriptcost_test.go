@@ -51,11 +51,11 @@ func BenchmarkScriptCost(b *testing.B) {
 		name string
 		pair pair // acquire nil: redsync's plain SET NX PX
 	}{
-		{"scripts=library", pair{redis.NewScript(7, src.acquire), redis.NewScript(4, src.release)}},
-		{"scripts=empty", pair{redis.NewScript(7, "return {1, 1}"), redis.NewScript(4, "return 1")}},
+		{"scripts=library", pair{redis.NewScript(7, src.acquire), redis.NewScript(7, src.release)}},
+		{"scripts=empty", pair{redis.NewScript(7, "return {1, 1}"), redis.NewScript(7, "return 1")}},
 		{"scripts=setnx-del", pair{
 			redis.NewScript(7, lib+"\nif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 1} end\nreturn {0, 0}"),
-			redis.NewScript(4, lib+"\nif held(KEYS[1], ARGV[1], ARGV[2]) then redis.call('DEL', KEYS[1]) return 1 end\nreturn 0"),
+			redis.NewScript(7, lib+"\nif held(KEYS[1], ARGV[1], ARGV[2]) then redis.call('DEL', KEYS[1]) return 1 end\nreturn 0"),
 		}},
 		{"redsync", pair{nil, redis.NewScript(1, `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)}},
 	}
@@ -86,6 +86,7 @@ func BenchmarkScriptCost(b *testing.B) {
 						token, ttl, "", keep, "", proposal, "", "", "", hint)
 				}
 				return v.pair.release.SendHash(conn, key, prefix+"void:"+token, prefix+"queue:"+key, prefix+"queue-leases:"+key,
+					prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
 					token, "", prefix+"released:"+key, "", "")
 			}
 			roundTrip := func(acquire bool, first, n int) {

@@ -405,6 +405,9 @@ func (f *fakeNode) release(ctx context.Context, r request) (scripts.Released, er
 		}
 	}
 	delete(f.keys, r.key)
+	if rec, ok := f.records[r.key]; ok && r.owner == "" && rec.token == r.token {
+		delete(f.records, r.key) // a plain lock's record goes with it (release.lua)
+	}
 	return scripts.Freed, nil
 }
 

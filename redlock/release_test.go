@@ -50,3 +50,29 @@ func TestFollowerDeadline(t *testing.T) {
 		})
 	}
 }
+
+// A plain lock's fence record, which a Resume reads, goes with the lock: a
+// release leaves nothing of it on any master to expire later. A reentrant
+// lock's record stays, as its later holds count from it.
+func TestIntegration_Release_TakesThePlainLocksRecordWithIt(t *testing.T) {
+	srv := masters(t, 3)
+	c := client(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := c.TryLock(ctx, "plain", 10*time.Second)
+	require.NoError(t, err)
+	r, err := c.TryLock(ctx, "reentrant", 10*time.Second, WithOwner("o"))
+	require.NoError(t, err)
+	waitHeld(t, "plain", srv...)
+	waitHeld(t, "reentrant", srv...)
+	for _, s := range srv {
+		require.Equal(t, int64(1), do(t, s, "EXISTS", suiteNames().Of("plain").Fence()), "%s keeps no record of the grant", s.Addr())
+	}
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, r.Release(ctx))
+	require.NoError(t, c.Close()) // the releases' last deletes have landed
+	for _, s := range srv {
+		assert.Equal(t, int64(0), do(t, s, "EXISTS", suiteNames().Of("plain").Fence()), "%s kept the released lock's record", s.Addr())
+		assert.Equal(t, int64(1), do(t, s, "EXISTS", suiteNames().Of("reentrant").Fence()), "%s dropped the reentrant lock's record", s.Addr())
+	}
+}

@@ -54,20 +54,20 @@ func (r Release) Call(s *Set, n Names) driver.Call {
 			waiter, ticket, lease, waiterVoid = r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease), k.Void(r.Waiter)
 		}
 		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), waiterVoid,
+			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), waiterVoid,
 			r.Token, r.Owner, channel, tomb, sharded, "", "", waiter, ticket, lease, "1",
 		}
-		return driver.Call{Script: s.Release, Keys: kv[:5:5], Args: kv[5:]}
+		return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
 	}
 	if r.Fence != 0 {
 		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(),
+			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), k.Void(r.Token),
 			r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep),
 		}
-		return driver.Call{Script: s.Release, Keys: kv[:6:6], Args: kv[6:]}
+		return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
 	}
-	kv := []string{k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), r.Token, r.Owner, channel, tomb, sharded}
-	return driver.Call{Script: s.Release, Keys: kv[:4:4], Args: kv[4:]}
+	kv := []string{k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), k.Void(r.Token), r.Token, r.Owner, channel, tomb, sharded}
+	return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
 }
 
 // Released is a master's answer to a Release.

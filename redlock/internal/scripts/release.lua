@@ -12,12 +12,15 @@
 -- ARGV[6] '' or a fence to raise the node's fence floor to first, as
 -- fence.lua does, when the token holds the key here: a master that granted
 -- outside the quorum, below the fence, then agrees with the others on the
--- next count. With it, KEYS[5] the key's fence record, KEYS[6] the node's
--- fence floor, and ARGV[7] how long a new fence record is kept, in ms.
+-- next count. With it, ARGV[7] how long a new fence record is kept, in ms.
+-- KEYS[5] is the key's fence record, KEYS[6] the node's fence floor. A
+-- plain lock's record (see acquire.lua) goes with the lock: once the key is
+-- freed there is nothing for a Resume to find, and a record left to expire
+-- would hold memory, and the master's time, for the rest of the TTL.
 -- The announcement names the head of the key's waiting queue, the one
 -- waiter a new grant may go to, or is '' when nobody is queued here.
 -- ARGV[8], on a roll-back, '' or the waiter whose attempt it undoes, with
--- its ticket ARGV[9] and its lease ARGV[10], in ms, and KEYS[5] the
+-- its ticket ARGV[9] and its lease ARGV[10], in ms, and KEYS[7] the
 -- waiter's tombstone: where the attempt took the key, its grant took the
 -- waiter out of the queue, and the roll-back puts it back at its ticket,
 -- unless the waiter left meanwhile. Without it, a waiter at the head whose
@@ -40,8 +43,12 @@ if owner ~= '' then
   if redis.call('HLEN', lock) > 1 then return 2 end
 end
 redis.call('DEL', lock)
+if owner == '' then
+  local record = redis.call('GET', KEYS[5])
+  if record and string.match(record, '^%d+ (.*)$') == token then redis.call('DEL', KEYS[5]) end
+end
 local waiter = ARGV[8]
-if waiter and waiter ~= '' and redis.call('EXISTS', KEYS[5]) == 0 then
+if waiter and waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
   lib().enqueue(queue, leases, waiter, ARGV[9], tonumber(ARGV[10]))
 end
 if channel ~= '' then
