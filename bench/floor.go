@@ -199,7 +199,7 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	if acquireSrc == "" || releaseSrc == "" {
 		return errors.New("floor: empty script")
 	}
-	acq, rel := newScript(acquireSrc, 7), newScript(releaseSrc, 4)
+	acq, rel := newScript(acquireSrc, 7), newScript(releaseSrc, 7)
 	ids := make([]string, len(f.masters))
 	for i, m := range f.masters {
 		ids[i] = identity(m)
@@ -231,6 +231,7 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 			undo = ttlMS
 		}
 		_, err := redis.Int64(f.eval(ctx, i, rel, key, prefix+"void:"+token, prefix+"queue:"+key, prefix+"queue-leases:"+key,
+			prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
 			token, "", prefix+"released:"+key, undo))
 		return err
 	}
