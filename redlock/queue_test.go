@@ -55,6 +55,24 @@ func queueLeft(t *testing.T, s *redistest.Server, key string) bool {
 	return n > 0
 }
 
+// subscribeTo opens a connection of the test's own to s, as the suite's
+// user, subscribed to key's release announcements.
+func subscribeTo(t *testing.T, s *redistest.Server, key string) redis.PubSubConn {
+	t.Helper()
+	sub, err := redis.Dial("tcp", s.Addr(), redis.DialReadTimeout(5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { sub.Close() })
+	if aclSuite() {
+		_, err := sub.Do("AUTH", "app", "secret")
+		require.NoError(t, err)
+	}
+	psc := redis.PubSubConn{Conn: sub}
+	require.NoError(t, psc.Subscribe(suiteNames().Of(key).Channel()))
+	_, ok := psc.Receive().(redis.Subscription)
+	require.True(t, ok)
+	return psc
+}
+
 // placeOn queues a waiter for key on every master of c, as a Lock call's
 // attempt does, without a Lock call behind it: a waiter that then died.
 func placeOn(t *testing.T, c *Client, key, waiter string, ticket int64, lease time.Duration) {
@@ -437,17 +455,7 @@ func TestIntegration_Queue_RollBackAnnouncesTheHead(t *testing.T) {
 	defer cancel()
 	c := client(t, srv)
 	m := c.nodes[0]
-	sub, err := redis.Dial("tcp", srv[0].Addr(), redis.DialReadTimeout(5*time.Second))
-	require.NoError(t, err)
-	defer sub.Close()
-	if aclSuite() {
-		_, err := sub.Do("AUTH", "app", "secret")
-		require.NoError(t, err)
-	}
-	psc := redis.PubSubConn{Conn: sub}
-	require.NoError(t, psc.Subscribe(suiteNames().Of("split").Channel()))
-	_, ok := psc.Receive().(redis.Subscription)
-	require.True(t, ok)
+	psc := subscribeTo(t, srv[0], "split")
 
 	try := request{key: "split", token: "try", ttl: time.Second}
 	g, err := m.acquire(ctx, try)

@@ -391,17 +391,7 @@ func TestIntegration_PermitRelease_AnnouncesTheWaiterItLetsIn(t *testing.T) {
 			m := client(t, srv).nodes[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			sub, err := redis.Dial("tcp", srv[0].Addr(), redis.DialReadTimeout(5*time.Second))
-			require.NoError(t, err)
-			defer sub.Close()
-			if aclSuite() {
-				_, err := sub.Do("AUTH", "app", "secret")
-				require.NoError(t, err)
-			}
-			psc := redis.PubSubConn{Conn: sub}
-			require.NoError(t, psc.Subscribe(suiteNames().Of("line").Channel()))
-			_, ok := psc.Receive().(redis.Subscription)
-			require.True(t, ok)
+			psc := subscribeTo(t, srv[0], "line")
 			announced := func(want ...string) {
 				t.Helper()
 				for _, w := range want {
@@ -427,7 +417,7 @@ func TestIntegration_PermitRelease_AnnouncesTheWaiterItLetsIn(t *testing.T) {
 				require.NoError(t, err)
 				require.False(t, g.OK)
 			}
-			_, err = m.release(ctx, permit("a", "", 0))
+			_, err := m.release(ctx, permit("a", "", 0))
 			require.NoError(t, err)
 			announced("w0") // one permit free: the head alone may take it
 			_, err = m.release(ctx, permit("b", "", 0))
