@@ -160,13 +160,14 @@ func newScript(src string, keys int) script {
 // lib.lua, a newline, then the script). The keys and arguments follow the
 // scripts' headers:
 //
-//	acquire  KEYS lock, fencing counter, fence floor, tombstone, fence stamp,
+//	acquire  KEYS lock, fence record, fence floor, tombstone, fence stamp,
 //	         waiting queue, its leases
-//	         ARGV token, TTL ms, owner, counter retention ms, '' (no
-//	         hand-over), '' (no proposed count), '', '', '' (no waiter),
-//	         the master's identity
-//	release  KEYS lock, tombstone, waiting queue, its leases
-//	         ARGV token, owner, channel, '' or (rolling back) tombstone TTL ms
+//	         ARGV token, TTL ms, '' (no proposed count), the master's
+//	         identity: a plain acquire that does not wait
+//	release  KEYS lock, fence record, waiting queue, its leases, and
+//	         (rolling back) the tombstone
+//	         ARGV token, channel, and (rolling back) '' (no owner),
+//	         tombstone TTL ms
 //
 // The identity ("<run_id> <master_replid>") is read once per master here,
 // as the library reads it once per connection; with it the script checks
@@ -199,19 +200,18 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 	if acquireSrc == "" || releaseSrc == "" {
 		return errors.New("floor: empty script")
 	}
-	acq, rel := newScript(acquireSrc, 7), newScript(releaseSrc, 7)
+	acq, rel, undo := newScript(acquireSrc, 7), newScript(releaseSrc, 4), newScript(releaseSrc, 5)
 	ids := make([]string, len(f.masters))
 	for i, m := range f.masters {
 		ids[i] = identity(m)
 	}
 	ttlMS := strconv.FormatInt(f.ttl.Milliseconds(), 10)
-	keepMS := strconv.FormatInt((f.ttl + 10*time.Minute).Milliseconds(), 10) // TTL plus the library's default fence retention
-	const prefix = "quorumlock:"                                             // the library's reserved key prefix
+	const prefix = "quorumlock:" // the library's reserved key prefix
 	f.acquire = func(ctx context.Context, i int, key, token string) (bool, bool, error) {
 		r, err := redis.Values(f.eval(ctx, i, acq,
 			key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token, prefix+"fence-floor:stamp",
 			prefix+"queue:"+key, prefix+"queue-leases:"+key,
-			token, ttlMS, "", keepMS, "", "", "", "", "", ids[i]))
+			token, ttlMS, "", ids[i]))
 		if err != nil {
 			return false, false, err
 		}
@@ -226,13 +226,12 @@ func (f *Floor) useScripts(acquireSrc, releaseSrc string) error {
 		return granted == 1, granted == 0, nil
 	}
 	f.release = func(ctx context.Context, i int, key, token string, rollback bool) error {
-		undo := ""
+		lock, record, queue, leases, channel := key, prefix+"fence:"+key, prefix+"queue:"+key, prefix+"queue-leases:"+key, prefix+"released:"+key
 		if rollback {
-			undo = ttlMS
+			_, err := redis.Int64(f.eval(ctx, i, undo, lock, record, queue, leases, prefix+"void:"+token, token, channel, "", ttlMS))
+			return err
 		}
-		_, err := redis.Int64(f.eval(ctx, i, rel, key, prefix+"void:"+token, prefix+"queue:"+key, prefix+"queue-leases:"+key,
-			prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
-			token, "", prefix+"released:"+key, undo))
+		_, err := redis.Int64(f.eval(ctx, i, rel, lock, record, queue, leases, token, channel))
 		return err
 	}
 	return nil

@@ -51,11 +51,11 @@ func BenchmarkScriptCost(b *testing.B) {
 		name string
 		pair pair // acquire nil: redsync's plain SET NX PX
 	}{
-		{"scripts=library", pair{redis.NewScript(7, src.acquire), redis.NewScript(7, src.release)}},
-		{"scripts=empty", pair{redis.NewScript(7, "return {1, 1}"), redis.NewScript(7, "return 1")}},
+		{"scripts=library", pair{redis.NewScript(7, src.acquire), redis.NewScript(4, src.release)}},
+		{"scripts=empty", pair{redis.NewScript(7, "return {1, 1}"), redis.NewScript(4, "return 1")}},
 		{"scripts=setnx-del", pair{
 			redis.NewScript(7, lib+"\nif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 1} end\nreturn {0, 0}"),
-			redis.NewScript(7, lib+"\nif held(KEYS[1], ARGV[1], ARGV[2]) then redis.call('DEL', KEYS[1]) return 1 end\nreturn 0"),
+			redis.NewScript(4, lib+"\nif held(KEYS[1], ARGV[1], '') then redis.call('DEL', KEYS[1]) return 1 end\nreturn 0"),
 		}},
 		{"redsync", pair{nil, redis.NewScript(1, `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)}},
 	}
@@ -65,7 +65,6 @@ func BenchmarkScriptCost(b *testing.B) {
 	require.NotEmpty(b, hint, "the master's run_id and master_replid")
 	const prefix = "quorumlock:"
 	ttl := strconv.FormatInt(lockTTL.Milliseconds(), 10)
-	keep := strconv.FormatInt((lockTTL + 10*time.Minute).Milliseconds(), 10)
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			for _, s := range []*redis.Script{v.pair.acquire, v.pair.release} {
@@ -83,11 +82,10 @@ func BenchmarkScriptCost(b *testing.B) {
 					proposal := strconv.FormatInt(time.Now().Add(-100*time.Millisecond).UnixMilli()*1024, 10)
 					return v.pair.acquire.SendHash(conn, key, prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
 						prefix+"fence-floor:stamp", prefix+"queue:"+key, prefix+"queue-leases:"+key,
-						token, ttl, "", keep, "", proposal, "", "", "", hint)
+						token, ttl, proposal, hint)
 				}
-				return v.pair.release.SendHash(conn, key, prefix+"void:"+token, prefix+"queue:"+key, prefix+"queue-leases:"+key,
-					prefix+"fence:"+key, prefix+"fence-floor", prefix+"void:"+token,
-					token, "", prefix+"released:"+key, "", "")
+				return v.pair.release.SendHash(conn, key, prefix+"fence:"+key, prefix+"queue:"+key, prefix+"queue-leases:"+key,
+					token, prefix+"released:"+key)
 			}
 			roundTrip := func(acquire bool, first, n int) {
 				for j := range n {

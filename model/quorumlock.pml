@@ -455,7 +455,7 @@ inline trust(t, m, s) {
 }
 
 /* acquire.lua, plain lock (owner ''): SET NX, undone if voided(); a
- * hand-over (ARGV[5]) takes the key over from its old token; a retried
+ * hand-over (ARGV[6]) takes the key over from its old token; a retried
  * request that already took effect is granted again. */
 inline acq(t, m, s) {
 	f = tfrom[t];

@@ -5,21 +5,23 @@
 -- KEYS[6] the key's waiting queue, KEYS[7] its leases (see The queue below),
 -- KEYS[8] the waiter's tombstone, when there is a waiter
 -- ARGV[1] token of this attempt, ARGV[2] TTL in ms,
--- ARGV[3] owner of a reentrant lock or '' for a plain one,
--- ARGV[4] how long a new fence record is kept, in ms,
--- ARGV[5] '' or, for a hand-over, the token of the plain lock being handed on:
+-- ARGV[3] the client's proposal for a new count, or '' (see The proposal
+-- below),
+-- ARGV[4] owner of a reentrant lock or '' for a plain one,
+-- ARGV[5] how long a new fence record is kept, in ms,
+-- ARGV[6] '' or, for a hand-over, the token of the plain lock being handed on:
 -- where it holds the key, the key passes to this token at once, never free
 -- in between,
--- ARGV[6] the client's proposal for a new count, or '' (see The proposal
--- below),
 -- ARGV[7] the waiter making the request, or '' for one that does not wait
 -- (see The queue), ARGV[8] its ticket, ARGV[9] its lease, in ms, or '' for
 -- a waiter that does not queue (it still takes the key where it heads the
 -- queue),
--- ARGV[10] the master's identity as the client knows it, or '' (see
--- fenceEpoch).
+-- and last, the master's identity as the client knows it, or '' (see
+-- fenceEpoch). A plain acquire that does not wait sends ARGV[1] to ARGV[3]
+-- and the identity only: every argument costs the master time to take, on
+-- the lock's busiest call, and ARGV[4] to ARGV[9] are then all ''.
 -- Returns {1, counter} when this node grants the lock ({1, counter, 1} when
--- it took the key over from ARGV[5]), {0, PTTL of the holder, the holder,
+-- it took the key over from ARGV[6]), {0, PTTL of the holder, the holder,
 -- the queue's head, the waiter's rank in the queue (0 at the head, -1 when
 -- not queued)} when it does not (PTTL -3 when the attempt was already
 -- rolled back here). The holder is the token of a plain lock,
@@ -36,8 +38,12 @@
 -- are not new grants. The queue only ever refuses: it grants nothing the
 -- key alone would not.
 local lock, ckey, floor, void, stamp, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local token, ttl, owner, keep, from, propose = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local waiter, ticket, lease, knownID = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local n = #ARGV
+local token, ttl, propose, knownID = ARGV[1], ARGV[2], ARGV[3], ARGV[n]
+local owner, keep, from, waiter, ticket, lease = '', '', '', '', '', ''
+if n > 4 then
+  owner, keep, from, waiter, ticket, lease = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+end
 
 -- The script runs top to bottom, with no functions of its own, and makes
 -- lib's only off its common path: a master makes a script's functions anew
@@ -46,7 +52,7 @@ local waiter, ticket, lease, knownID = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 -- First, what this request does on the key: 'grant' counts a new grant (a
 -- plain lock's key was free and is now taken, or a reentrant lock's key is
 -- free), 'take' counts a new grant and takes a plain lock's key over from
--- ARGV[5], 'again' reports a grant made here before (a retried request that
+-- ARGV[6], 'again' reports a grant made here before (a retried request that
 -- already took effect, or a new hold on a reentrant lock of this owner).
 -- Any other request is refused. A free key is granted only when nobody
 -- queues, or this waiter heads the queue (barred when not). L holds lib's

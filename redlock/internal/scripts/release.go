@@ -37,37 +37,45 @@ type Release struct {
 	Lease  time.Duration
 }
 
-// Call returns the run on a master.
+// Call returns the run on a master. It sends the keys and arguments its
+// run uses and leaves out the rest (see release.lua): a plain release sends
+// four keys and two arguments.
 func (r Release) Call(s *Set, n Names) driver.Call {
 	k := n.OfToken(r.Key, r.Token)
-	channel, tomb := k.Channel(), ""
+	kv := [18]string{ // the keys, then the arguments, as release.lua numbers them
+		k.Lock(), k.Fence(), k.Queue(), k.Leases(), "", "", "",
+		r.Token, k.Channel(), r.Owner,
+	}
+	keys, args := 4, 3
 	if r.Rollback || r.Tombstone {
-		tomb = ms(r.TTL)
+		kv[4], kv[10] = k.Void(r.Token), s.ms(r.TTL)
+		keys, args = 5, 4
 	}
-	sharded := ""
 	if r.Sharded {
-		sharded = "1"
-	}
-	if r.Rollback {
-		waiter, ticket, lease, waiterVoid := "", "", "", k.Void(r.Token)
-		if r.Waiter != "" && r.Lease > 0 {
-			waiter, ticket, lease, waiterVoid = r.Waiter, strconv.FormatInt(r.Ticket, 10), ms(r.Lease), k.Void(r.Waiter)
-		}
-		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), waiterVoid,
-			r.Token, r.Owner, channel, tomb, sharded, "", "", waiter, ticket, lease, "1",
-		}
-		return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
+		kv[11] = "1"
+		args = 5
 	}
 	if r.Fence != 0 {
-		kv := []string{ // the keys, then the arguments: one allocation
-			k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), k.Void(r.Token),
-			r.Token, r.Owner, channel, tomb, sharded, strconv.FormatInt(r.Fence, 10), ms(r.Keep),
-		}
-		return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
+		kv[5], kv[12], kv[13] = k.Floor(), strconv.FormatInt(r.Fence, 10), s.ms(r.Keep)
+		keys, args = 6, 7
 	}
-	kv := []string{k.Lock(), k.Void(r.Token), k.Queue(), k.Leases(), k.Fence(), k.Floor(), k.Void(r.Token), r.Token, r.Owner, channel, tomb, sharded}
-	return driver.Call{Script: s.Release, Keys: kv[:7:7], Args: kv[7:]}
+	if r.Rollback {
+		if r.Waiter != "" && r.Lease > 0 {
+			kv[6], kv[14], kv[15], kv[16] = k.Void(r.Waiter), r.Waiter, strconv.FormatInt(r.Ticket, 10), s.ms(r.Lease)
+		}
+		kv[17] = "1"
+		keys, args = 7, 11
+	}
+	for i := 4; i < keys; i++ {
+		if kv[i] == "" {
+			kv[i] = k.Void(r.Token) // a key the run does not use, in the lock's slot as every key a call sends must be
+		}
+	}
+	for args > 2 && kv[7+args-1] == "" {
+		args-- // a trailing '' is what the script reads for an argument left out
+	}
+	all := kv[:]
+	return driver.Call{Script: s.Release, Keys: all[:keys:keys], Args: all[7 : 7+args : 7+args]}
 }
 
 // Released is a master's answer to a Release.

@@ -1,8 +1,14 @@
 -- Releases a lock this token holds, or rolls back a failed attempt.
--- KEYS[1] lock, KEYS[2] the token's tombstone, KEYS[3] the key's waiting
--- queue, KEYS[4] its leases (see acquire.lua)
--- ARGV[1] token, ARGV[2] owner or '',
--- ARGV[3] the channel to announce a freed key on, or '' to announce nothing,
+-- KEYS[1] lock, KEYS[2] the key's fence record, KEYS[3] the key's waiting
+-- queue, KEYS[4] its leases (see acquire.lua), KEYS[5] the token's
+-- tombstone, KEYS[6] the node's fence floor, KEYS[7] the waiter's
+-- tombstone; a call sends KEYS[5] to KEYS[7] only as far as its arguments
+-- use them.
+-- ARGV[1] token, ARGV[2] the channel to announce a freed key on, or '' to
+-- announce nothing. The rest may be left out, each as '', and a plain
+-- release sends none of them: every key and argument costs the master time
+-- to take, on one of the lock's two busiest calls.
+-- ARGV[3] owner or '',
 -- ARGV[4] '' or how long the token's tombstone lasts, in ms. A roll-back
 -- always leaves one, and a release does where a request with the token may
 -- still be on its way: the acquire script obeys it, so such a request cannot
@@ -13,9 +19,10 @@
 -- fence.lua does, when the token holds the key here: a master that granted
 -- outside the quorum, below the fence, then agrees with the others on the
 -- next count. With it, ARGV[7] how long a new fence record is kept, in ms.
--- KEYS[5] is the key's fence record, KEYS[6] the node's fence floor. A
--- plain lock's record (see acquire.lua) goes with the lock: once the key is
--- freed there is nothing for a Resume to find, and a record left to expire
+-- A plain lock's record (see acquire.lua) goes with the lock, in the same
+-- DEL: while the token holds the key, the record is the token's (its grant
+-- wrote it, and only its own extends and raises touch it), and once the key
+-- is freed there is nothing for a Resume to find; a record left to expire
 -- would hold memory, and the master's time, for the rest of the TTL.
 -- The announcement names the head of the key's waiting queue, the one
 -- waiter a new grant may go to, or is '' when nobody is queued here.
@@ -33,19 +40,18 @@
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
 -- token. A failed announcement never undoes or hides the deletion.
-local lock, void, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, owner, channel, tomb, sharded, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if tomb ~= '' then redis.call('SET', void, 1, 'PX', tomb) end
+local lock, record, queue, leases = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, channel = ARGV[1], ARGV[2]
+local owner, tomb, sharded, fence = ARGV[3] or '', ARGV[4] or '', ARGV[5], ARGV[6]
+if tomb ~= '' then redis.call('SET', KEYS[5], 1, 'PX', tomb) end
 if not held(lock, token, owner) then return 0 end
-if fence and fence ~= '' then lib().raiseCounter(KEYS[5], KEYS[6], fence, ARGV[7], owner, token) end
+if fence and fence ~= '' then lib().raiseCounter(record, KEYS[6], fence, ARGV[7], owner, token) end
 if owner ~= '' then
   redis.call('HDEL', lock, 'hold:' .. token)
   if redis.call('HLEN', lock) > 1 then return 2 end
-end
-redis.call('DEL', lock)
-if owner == '' then
-  local record = redis.call('GET', KEYS[5])
-  if record and string.match(record, '^%d+ (.*)$') == token then redis.call('DEL', KEYS[5]) end
+  redis.call('DEL', lock)
+else
+  redis.call('DEL', lock, record)
 end
 local waiter = ARGV[8]
 if waiter and waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
