@@ -172,7 +172,7 @@ func persistence(r *MasterReadiness, f info.Fields, config any) {
 }
 
 // uptime judges the master's uptime against the guard window, as the guard
-// does for a master it sees for the first time (see guard.observe).
+// does for a master it sees for the first time (see server.observe).
 func (p probe) uptime(r *MasterReadiness, f info.Fields) {
 	up := info.Youngest(f.Uptime)
 	switch {

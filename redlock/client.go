@@ -70,8 +70,7 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 	for i, p := range masters {
 		names := c.names()
 		names.PerSlot = p.Sharded() // a Redis Cluster: a floor per slot
-		nodes[i] = newMaster(p, c.scripts, names, c.o.clock, c.o.logger, c.o.observer,
-			func() *guard { return newGuard(&c.o, c.guardWindow) })
+		nodes[i] = newMaster(p, c.scripts, names, &c.o, c.guardWindow)
 	}
 	c.attach(nodes)
 	if c.o.closeDrivers {

@@ -2,10 +2,12 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 
 	"github.com/quorumlock/quorumlock/driver"
 )
@@ -110,3 +112,101 @@ var errNoReply = errors.New("no reply within the node timeout")
 // the lock it takes over got no reply: that request may still land, so the
 // hand-over is not sent there, and the lock is released there instead.
 var errTrailUnsure = errors.New("not handed over here: a request of the lock being handed over got no reply and may still land")
+
+// code returns the code of a master's error reply (NOPERM, READONLY, ...),
+// or "" for any other error.
+func code(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e driver.Error
+	if errors.As(err, &e) {
+		if strings.HasPrefix(string(e), "ERR unknown command") {
+			return "unknown command"
+		}
+		return e.Code()
+	}
+	return ""
+}
+
+// clusterChange is a redirection or a CLUSTERDOWN from a Redis Cluster given
+// as one node: its slots are moving or a shard is failing over, which passes,
+// unlike the same reply from a cluster member given as a plain master.
+type clusterChange struct{ err error }
+
+func (e *clusterChange) Error() string { return "cluster changing: " + e.err.Error() }
+func (e *clusterChange) Unwrap() error { return e.err }
+
+// asClusterChange wraps err as a clusterChange when it is one of the replies
+// a cluster gives while it changes.
+func asClusterChange(err error) error {
+	switch code(err) {
+	case "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN":
+		return &clusterChange{err}
+	}
+	return err
+}
+
+// failureKind names what went wrong on a master, coarsely enough that one
+// failure repeated is one kind: a Redis error's code (NOPERM, READONLY, ...),
+// "no reply", "unreachable", "cluster changing", or "unresolvable host". ""
+// means no failure.
+func failureKind(err error) string {
+	if err == nil {
+		return ""
+	}
+	var cc *clusterChange
+	if errors.As(err, &cc) {
+		return "cluster changing"
+	}
+	if c := code(err); c != "" {
+		return c
+	}
+	var dns *net.DNSError
+	var ne net.Error
+	var op *net.OpError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns):
+		return "unresolvable host"
+	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
+		return op.Err.Error() // a TLS alert: "tls: certificate required"
+	case errors.As(err, &cert):
+		return "tls: certificate not trusted"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case timedOut(err):
+		return "no reply"
+	case errors.As(err, &ne):
+		return "unreachable"
+	}
+	return "error"
+}
+
+// remedy says what would fix a failure of the given kind, when the kind is
+// one that no retry fixes.
+func remedy(kind string) string {
+	switch kind {
+	case "NOPERM":
+		return "grant the ACL user the lock's keys and channels (see the README, Running against production Redis)"
+	case "NOAUTH", "WRONGPASS":
+		return "give the user and password in the address: redis://user:password@host:port"
+	case "READONLY":
+		return "the address is a replica; give its master's"
+	case "MOVED", "ASK", "CROSSSLOT", "CLUSTERDOWN":
+		return "the address is a Redis Cluster member: give the cluster as one node, redis+cluster://host:port,host:port, or a cluster client's driver"
+	case "OOM":
+		return "the master is out of memory under maxmemory; raise maxmemory"
+	case "NOSCRIPT", "unknown command":
+		return "the master refuses Lua scripts (EVAL/EVALSHA renamed, disabled or denied); allow them"
+	case "unresolvable host":
+		return "check the host name"
+	}
+	return ""
+}
+
+// permanent reports an error that no retry fixes: the master answered, and
+// what it said needs its configuration or the client's to change.
+func permanent(err error) bool {
+	return remedy(failureKind(err)) != "" && failureKind(err) != "unresolvable host"
+}

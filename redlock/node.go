@@ -3,14 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -108,7 +106,7 @@ type node interface {
 	health(key string) health
 	// silent reports whether the master answers nothing at all: its last
 	// call got no reply, and no call got an answer for window (see
-	// silence). A Redis Cluster given as one node is never silent: its
+	// server). A Redis Cluster given as one node is never silent: its
 	// shards answer for themselves.
 	silent(window time.Duration) bool
 	// subscribe opens a connection for the release announcements.
@@ -159,23 +157,16 @@ type master struct {
 	plainCheck func(server string) *driver.Check
 }
 
-// newMaster returns the master over drv; newGuard makes each server's
-// guard (nil for none, in tests of other parts).
-func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, clk clock.Clock, log *slog.Logger, obs Observer, newGuard func() *guard) *master {
-	var quiet *silence
-	if !drv.Sharded() {
-		quiet = newSilence(clk)
-	}
-	m := &master{drv: drv, scripts: set, names: names, clock: clk, servers: newServers(drv.Addr(), log, obs, newGuard, quiet)}
+// newMaster returns the master over drv, with the client's options o;
+// window is the restart guard's window (nil for no guard, in tests of
+// other parts).
+func newMaster(drv driver.Master, set *scripts.Set, names scripts.Names, o *options, window func() time.Duration) *master {
+	m := &master{drv: drv, scripts: set, names: names, clock: o.clock, servers: newServers(drv.Addr(), o, window)}
 	m.plainCheck = func(server string) *driver.Check { return m.check(server, "") }
 	return m
 }
 
 func (m *master) addr() string { return m.drv.Addr() }
-
-func (m *master) health(key string) health { return m.servers.healthOf(m.names.Lock(key)) }
-
-func (m *master) silent(window time.Duration) bool { return m.servers.quiet.silent(window) }
 
 func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 	ctx, cancel := m.realDeadline(ctx)
@@ -351,56 +342,6 @@ func (m *master) checked(call driver.Call) driver.Call {
 	return call
 }
 
-// check returns the guard's part of a call to server about key: its
-// questions, sent when the call's connection is new since the last answers,
-// or always when the master must be asked again; nil when the guard is off.
-// The fence stamp read is that of key's slot. A standalone master is server
-// "", the only one the guard knows.
-func (m *master) check(server, key string) *driver.Check {
-	if !m.servers.guarded() {
-		return nil
-	}
-	g := m.servers.of(server).guard
-	h := g.state.Load()
-	seen := g.seen.Load()
-	always := g.recheck.Load() || h == nil || (h.veto != "" && g.clock.Since(h.seenAt) >= recheckVetoed)
-	// A plain master has one fence stamp, so its check is the same for
-	// every key: the one built last serves while what it was built from
-	// holds.
-	keep := !always && !m.names.PerSlot
-	if keep {
-		if pc := g.plain.Load(); pc != nil && pc.state == h && pc.check.Seen == seen {
-			return pc.check
-		}
-	}
-	c := &driver.Check{
-		// Built only when due: most calls go on a connection already asked.
-		Ask:    func() [][]string { return info.Questions(m.names.Stamp(key)) },
-		Seen:   seen,
-		Always: always,
-	}
-	if h != nil {
-		c.Hint = h.identity()
-	}
-	if keep {
-		g.plain.Store(&plainCheck{state: h, check: c})
-	}
-	return c
-}
-
-// plainCheck is the check last built for a plain master, and the health it
-// was built from: see master.check.
-type plainCheck struct {
-	state *health
-	check *driver.Check
-}
-
-// answered hands what a call learned of the master to its servers, and
-// returns the call's reply.
-func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, error) {
-	return rep.Value, m.servers.answered(call.Keys[0], rep, err, m.drv.Sharded())
-}
-
 // realDeadline returns ctx with its deadline on the real clock, which the
 // driver's network deadlines use. ctx's deadline is on the client's clock;
 // with another clock than the real one, the driver is given the time left,
@@ -430,20 +371,4 @@ func remaining(ctx context.Context, clk clock.Clock) (time.Duration, error) {
 		return 0, context.DeadlineExceeded
 	}
 	return d, nil
-}
-
-// code returns the code of a master's error reply (NOPERM, READONLY, ...),
-// or "" for any other error.
-func code(err error) string {
-	if err == nil {
-		return ""
-	}
-	var e driver.Error
-	if errors.As(err, &e) {
-		if strings.HasPrefix(string(e), "ERR unknown command") {
-			return "unknown command"
-		}
-		return e.Code()
-	}
-	return ""
 }

@@ -293,28 +293,28 @@ func observeCondition(obs Observer, addr, prev, kind string) {
 }
 
 // guardChange is the guard's change of a master's state, kept while the
-// guard's mutex is held and reported once it is released.
+// server's mutex is held and reported once it is released.
 type guardChange struct {
 	obs    Observer
 	events [2]Event
 	n      int
 }
 
-// note records the change a health read makes, if any: the same changes
-// report logs, judged before it updates what it logged.
-func (g *guard) note(ch *guardChange, addr string, prev, h *health, f info.Fields, kind string) {
-	if g.obs == nil {
+// noteChange records the change a health read makes, if any: the same
+// changes logChange logs, judged before it updates what it logged.
+func (s *server) noteChange(ch *guardChange, prev, h *health, f info.Fields, kind string) {
+	if s.o.observer == nil {
 		return
 	}
-	ch.obs = g.obs
+	ch.obs = s.o.observer
 	add := func(ev Event) {
 		if ch.n < len(ch.events) {
-			ev.Kind, ev.Master = KindMaster, addr
+			ev.Kind, ev.Master = KindMaster, s.addr
 			ch.events[ch.n] = ev
 			ch.n++
 		}
 	}
-	if kind != g.notes.kind {
+	if kind != s.notes.kind {
 		switch {
 		case kind == "voting":
 			// Again, or at first sight: the log is silent on the latter, but
@@ -326,13 +326,13 @@ func (g *guard) note(ch *guardChange, addr string, prev, h *health, f info.Field
 			add(Event{State: MasterQuarantined, Reason: kind})
 		}
 	}
-	if f.ConfigDenied != g.notes.config && f.Unreadable == "" && f.ConfigDenied != "" {
+	if f.ConfigDenied != s.notes.config && f.Unreadable == "" && f.ConfigDenied != "" {
 		add(Event{State: MasterDegraded, Reason: "config-unreadable"})
 	}
 	if !h.known || h.veto != "" {
 		return
 	}
-	w := g.window()
+	w := s.window()
 	if w <= 0 {
 		return
 	}
@@ -354,7 +354,7 @@ func (g *guard) note(ch *guardChange, addr string, prev, h *health, f info.Field
 	}
 }
 
-// report hands the observer the changes noted, after the guard's mutex is
+// report hands the observer the changes noted, after the server's mutex is
 // released.
 func (ch *guardChange) report() {
 	for _, ev := range ch.events[:ch.n] {

@@ -476,13 +476,10 @@ func (lc *lockCheck) Observe(ctx context.Context, ev Event) {
 	var held []string
 	for i, n := range lc.c.nodes {
 		m := n.(*master)
-		var srv []*server
-		if s := m.servers.own.Load(); s != nil {
-			srv = append(srv, s)
-		}
+		srv := []*server{m.servers.own}
 		m.servers.by.Range(func(_, s any) bool { srv = append(srv, s.(*server)); return true })
 		for _, s := range srv {
-			if s.guard != nil && !free(&s.guard.mu) {
+			if !free(&s.mu) {
 				held = append(held, fmt.Sprintf("guard of master %d", i))
 			}
 			if !free(&s.cond.mu) {

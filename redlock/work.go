@@ -104,7 +104,7 @@ func (c *Client) overMasters(need int, timeout time.Duration) fanout.Config {
 
 // silent reports whether master i answers nothing at all: its last call
 // got no reply within its timeout, and no call got an answer for a node
-// timeout (see silence). An acquisition does not hold on for such a master
+// timeout (see server). An acquisition does not hold on for such a master
 // (see fanout.Config.Silent, hearOut, rollback): a master paused, or cut
 // off with its connection open, would otherwise hold every contended round
 // for the whole node timeout, the round's grants on the other masters in

@@ -1,11 +1,14 @@
 package redlock
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,9 +18,203 @@ import (
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/redistest"
+	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
+
+// shardedStub is a node whose calls go to the server that owns each key, as
+// a Redis Cluster's: every call's reply comes from answer, by key.
+type shardedStub struct {
+	sharded bool
+	answer  func(key string) (server string, err error)
+}
+
+func (s *shardedStub) Addr() string { return "cluster" }
+func (s *shardedStub) Start(_ context.Context, c driver.Call, done driver.Done) {
+	server, err := s.answer(c.Keys[0])
+	if err != nil {
+		done.Returned(driver.Reply{Server: server}, err)
+		return
+	}
+	done.Returned(driver.Reply{Server: server, Value: []any{int64(1), int64(7)}}, nil)
+}
+func (s *shardedStub) Subscribe(context.Context) (driver.Subscription, error) { return nil, errBroken }
+func (s *shardedStub) Close() error                                           { return nil }
+func (s *shardedStub) Sharded() bool                                          { return s.sharded }
+
+// logLines is a logger that keeps what it writes.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.FieldsFunc(l.buf.String(), func(r rune) bool { return r == '\n' })
+}
+
+func stubMaster(drv driver.Master, log *slog.Logger) *master {
+	o := defaultOptions()
+	o.logger = log
+	return newMaster(drv, scripts.New(), scripts.Names{NS: "t:"}, &o, nil)
+}
+
+// TestServers_OneShardDown_LoggedOnce: on a cluster node, calls to the
+// healthy shards go on while one shard fails; the failure is logged once,
+// and once again when it clears, not each time a call to another shard
+// answers.
+func TestServers_OneShardDown_LoggedOnce(t *testing.T) {
+	var out logLines
+	down := true
+	m := stubMaster(&shardedStub{sharded: true, answer: func(key string) (string, error) {
+		if strings.Contains(key, "{a}") {
+			return "shard-a", nil
+		}
+		if down {
+			return "shard-b", errBroken
+		}
+		return "shard-b", nil
+	}}, slog.New(slog.NewTextHandler(&out, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 20 {
+		m.acquire(ctx, request{key: "{a}k", token: "t"})
+		m.acquire(ctx, request{key: "{b}k", token: "t"})
+	}
+	down = false
+	m.acquire(ctx, request{key: "{b}k", token: "t"})
+	lines := out.lines()
+	require.Len(t, lines, 2, "one note when shard b fails, one when it answers again: %q", lines)
+	assert.Contains(t, lines[0], "not answering")
+	assert.Contains(t, lines[0], "addr=shard-b")
+	assert.Contains(t, lines[0], "node=cluster")
+	assert.Contains(t, lines[1], "answers again")
+}
+
+// TestServers_ClusterChangeIsNotPermanent: a CLUSTERDOWN, MOVED or ASK
+// from a cluster given as one node is its slots moving or a shard failing
+// over, which passes; from a cluster member given as a plain master it is a
+// misconfiguration that no retry fixes.
+func TestServers_ClusterChangeIsNotPermanent(t *testing.T) {
+	for _, reply := range []string{
+		"CLUSTERDOWN The cluster is down",
+		"MOVED 3999 127.0.0.1:6381",
+		"ASK 3999 127.0.0.1:6381",
+		"TRYAGAIN Multiple keys request during rehashing of slot",
+	} {
+		for _, sharded := range []bool{true, false} {
+			m := stubMaster(&shardedStub{sharded: sharded, answer: func(string) (string, error) {
+				return "shard", driver.Error(reply)
+			}}, quiet())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := m.acquire(ctx, request{key: "k", token: "t"})
+			cancel()
+			require.Error(t, err)
+			code := strings.Fields(reply)[0]
+			if sharded {
+				assert.False(t, permanent(err), "%s from a cluster node", code)
+				assert.Equal(t, "cluster changing", failureKind(err))
+			} else {
+				assert.Equal(t, code != "TRYAGAIN", permanent(err), "%s from a plain master", code)
+			}
+			assert.ErrorIs(t, err, driver.Error(reply), "the driver's error stays matchable")
+		}
+	}
+}
+
+// TestSilence: a master is silent after a call sent that got no reply,
+// once nothing has answered for the window, until a call gets any answer, a
+// Redis error too. A call that never reached the master (a dial that timed
+// out) or that the caller cancelled says nothing of it; one that failed
+// fast (refused) ends the silence.
+func TestSilence(t *testing.T) {
+	noReply := context.DeadlineExceeded
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: noReply}
+	tests := []struct {
+		name   string
+		calls  []error
+		after  time.Duration // since the last call, before silent is asked
+		silent bool
+	}{
+		{"no call yet", nil, time.Second, false},
+		{"answered", []error{nil}, time.Second, false},
+		{"no reply", []error{noReply}, time.Second, true},
+		{"no reply, nothing answered within the window", []error{nil, noReply}, 100 * time.Millisecond, true},
+		{"no reply, an answer within the window", []error{nil, noReply}, 50 * time.Millisecond, false},
+		{"no reply, then an answer", []error{noReply, nil}, time.Second, false},
+		{"no reply, then a Redis error", []error{noReply, driver.Error("NOPERM no permissions")}, time.Second, false},
+		{"no reply, then a call cancelled", []error{noReply, context.Canceled}, time.Second, true},
+		{"no reply, then a dial that timed out", []error{noReply, dial}, time.Second, true},
+		{"a dial that timed out", []error{dial}, time.Second, false},
+		{"no reply, then connection refused", []error{noReply, syscall.ECONNREFUSED}, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_000_000, 0))
+			s := newTestServer(clk, &logs{}, time.Minute)
+			clk.Advance(time.Second) // made long ago: that counts as an answer
+			for _, err := range tt.calls {
+				s.answered(driver.Reply{}, err)
+			}
+			clk.Advance(tt.after)
+			assert.Equal(t, tt.silent, s.silent(100*time.Millisecond))
+		})
+	}
+}
+
+// TestMaster_NotesItsSilence: a plain master's calls feed its silence; a
+// Redis Cluster given as one node is never silent.
+func TestMaster_NotesItsSilence(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
+			drv := &shardedStub{sharded: sharded, answer: func(string) (string, error) { return "", context.DeadlineExceeded }}
+			m := stubMaster(drv, quiet())
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			m.acquire(ctx, request{key: "k", token: "t"})
+			assert.Equal(t, !sharded, m.silent(0))
+		})
+	}
+}
+
+// A cluster node has a guard per shard master: a vote on a key is judged by
+// the health of the shard that answered for the key's slot, so a restart of
+// one shard keeps its keys' votes out and no other's, and a shard never heard
+// from does not vote.
+func TestServers_GuardPerShard(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	gs := newTestServers("cluster", clk, &logs{}, time.Minute)
+	now := func() time.Time { return clk.Now() }
+	a, b := "app:{a}k", "app:{b}k" // different slots
+	require.NotEqual(t, slot.Of(a), slot.Of(b))
+
+	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a standalone master before its first answer: asked on the call itself")
+	gs.answered(a, driver.Reply{Server: "10.0.0.1:7000"}, nil, true)
+	gs.answered(b, driver.Reply{Server: "10.0.0.2:7000"}, nil, true)
+	assert.NotEqual(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a shard never read does not vote")
+	gs.of("10.0.0.1:7000").observe(plainMaster("r1", 3600).reading(), 1)
+	gs.of("10.0.0.2:7000").observe(plainMaster("r2", 3600).reading(), 1)
+	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute))
+	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+
+	// Shard 1 restarts: its keys' votes are out, shard 2's stay in.
+	gs.of("10.0.0.1:7000").observe(plainMaster("r1-new", 1).reading(), 2)
+	assert.Contains(t, gs.healthOf(a).distrust(now(), time.Minute), "restarted")
+	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+
+	// Key b's slot fails over to a server not read yet: no vote until read.
+	gs.answered(b, driver.Reply{Server: "10.0.0.3:7000"}, nil, true)
+	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
+	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
+}
 
 // healthRead is a health read of a master as the guard sees it, for the unit
 // tests of its decisions; the integration tests read real servers.
@@ -52,8 +249,8 @@ func TestGuard_UptimeIsReadAsTheYoungestItCanBe(t *testing.T) {
 	for _, up := range []int{0, 1, 2, 5} {
 		t.Run(fmt.Sprint(up), func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-			g := &guard{clock: clk, log: quiet(), window: func() time.Duration { return window }}
-			g.observe("m", plainMaster("r", up).reading(), 1)
+			g := newTestServer(clk, &logs{}, window)
+			g.observe(plainMaster("r", up).reading(), 1)
 			// The master may have started as late as (up-1)s ago, or now.
 			age := max(time.Duration(up-1)*time.Second, 0)
 			h := g.load()
@@ -112,17 +309,17 @@ func uptime(t *testing.T, s *redistest.Server) int {
 func TestGuard_AnOlderConnectionsLateAnswerIsDropped(t *testing.T) {
 	const window = 10 * time.Second
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	g := &guard{clock: clk, log: quiet(), window: func() time.Duration { return window }}
-	g.observe("m", plainMaster("old", 5000).reading(), 4)
+	g := newTestServer(clk, &logs{}, window)
+	g.observe(plainMaster("old", 5000).reading(), 4)
 	require.True(t, g.load().trusted(clk.Now(), window))
 
-	g.observe("m", plainMaster("new", 0).reading(), 5) // restarted
-	g.observe("m", plainMaster("old", 5000).reading(), 4)
+	g.observe(plainMaster("new", 0).reading(), 5) // restarted
+	g.observe(plainMaster("old", 5000).reading(), 4)
 	h := g.load()
 	assert.Equal(t, "new", h.runID)
 	assert.False(t, h.trusted(clk.Now(), window), "the restarted master is still in quarantine")
 
-	g.observe("m", plainMaster("new", 3).reading(), 6)
+	g.observe(plainMaster("new", 3).reading(), 6)
 	assert.Equal(t, uint64(6), g.seen.Load())
 	assert.False(t, g.load().trusted(clk.Now(), window))
 }
@@ -166,13 +363,20 @@ func (l *logs) warnings(addr string) []string {
 	return out
 }
 
-func newTestGuard(clk clock.Clock, l *logs, window time.Duration, opts ...Option) *guard {
+// newTestServers returns the servers of node, on clk, logging to l, with a
+// restart guard of the window given.
+func newTestServers(node string, clk clock.Clock, l *logs, window time.Duration, opts ...Option) *servers {
 	o := defaultOptions()
 	o.clock, o.logger = clk, slog.New(l)
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	return newGuard(&o, func() time.Duration { return window })
+	return newServers(node, &o, func() time.Duration { return window })
+}
+
+// newTestServer returns the master of a plain node "m", as newTestServers.
+func newTestServer(clk clock.Clock, l *logs, window time.Duration, opts ...Option) *server {
+	return newTestServers("m", clk, l, window, opts...).own
 }
 
 // What may never vote, whatever the time, and what an option lets vote.
@@ -204,14 +408,14 @@ func TestGuard_Vetoes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 			l := &logs{}
-			g := newTestGuard(clk, l, window, tc.opts...)
+			g := newTestServer(clk, l, window, tc.opts...)
 			m := plainMaster("r", 5000)
 			tc.m(&m)
 			rd := m.reading()
 			if m.runID == "" {
 				rd.Server, rd.Replication, rd.Memory = denied, denied, denied
 			}
-			g.observe("m", rd, 1)
+			g.observe(rd, 1)
 			h := g.load()
 			assert.Equal(t, tc.trusted, h.trusted(clk.Now(), window), h.distrust(clk.Now(), window))
 			if tc.why != "" {
@@ -221,7 +425,7 @@ func TestGuard_Vetoes(t *testing.T) {
 			}
 			// Read again and again: the warning is not repeated.
 			for d := uint64(2); d < 5; d++ {
-				g.observe("m", rd, d)
+				g.observe(rd, d)
 			}
 			assert.Equal(t, tc.trusted, g.load().trusted(clk.Now(), window))
 			if tc.why != "" {
@@ -242,20 +446,20 @@ func TestGuard_Unreadable_WarnsAgainAfterADrop(t *testing.T) {
 			if trust {
 				opts = append(opts, WithTrustUnreadable())
 			}
-			g := newTestGuard(clk, l, time.Second, opts...)
+			g := newTestServer(clk, l, time.Second, opts...)
 			denied := driver.Error("NOPERM no permissions to run the 'info' command")
 			rd := info.Replies{Server: denied, Replication: denied, Memory: denied, Config: []any{}}
-			g.observe("m", rd, 1)
-			g.observe("m", rd, 2)
+			g.observe(rd, 1)
+			g.observe(rd, 2)
 			assert.Len(t, l.warnings("m"), 1)
-			g.connectionLost()
-			g.observe("m", rd, 3)
+			g.answered(driver.Reply{Lost: true}, nil)
+			g.observe(rd, 3)
 			assert.Len(t, l.warnings("m"), 2, "warned again after the connection was lost")
-			g.observe("m", rd, 4)
+			g.observe(rd, 4)
 			assert.Len(t, l.warnings("m"), 2)
 			assert.Equal(t, trust, g.load().trusted(clk.Now(), time.Second))
 
-			g.observe("m", plainMaster("r", 5000).reading(), 5)
+			g.observe(plainMaster("r", 5000).reading(), 5)
 			assert.True(t, g.load().trusted(clk.Now(), time.Second), "readable again")
 			assert.Len(t, l.warnings("m"), 2)
 		})
@@ -269,19 +473,19 @@ func TestGuard_RunIDChange_IsARestartNow(t *testing.T) {
 	const window = 10 * time.Second
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	l := &logs{}
-	g := newTestGuard(clk, l, window)
-	g.observe("m", plainMaster("old", 5000).reading(), 1)
+	g := newTestServer(clk, l, window)
+	g.observe(plainMaster("old", 5000).reading(), 1)
 	require.True(t, g.load().trusted(clk.Now(), window))
 
 	clk.Advance(time.Minute)
-	g.observe("m", plainMaster("new", 7200).reading(), 2)
+	g.observe(plainMaster("new", 7200).reading(), 2)
 	h := g.load()
 	assert.False(t, h.trusted(clk.Now(), window), "a long uptime does not make another server trusted")
 	assert.Contains(t, h.distrust(clk.Now(), window), "restarted")
 	assert.Len(t, l.warnings("m"), 1, "a failover is warned about")
 
 	clk.Advance(window - time.Millisecond)
-	g.observe("m", plainMaster("new", 7210).reading(), 3)
+	g.observe(plainMaster("new", 7210).reading(), 3)
 	assert.False(t, g.load().trusted(clk.Now(), window))
 	clk.Advance(time.Millisecond)
 	assert.True(t, g.load().trusted(clk.Now(), window))
@@ -294,17 +498,17 @@ func TestGuard_Durable(t *testing.T) {
 	const window = 10 * time.Second
 	durable := []any{"appendonly", "yes", "appendfsync", "always"}
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	g := newTestGuard(clk, &logs{}, window)
+	g := newTestServer(clk, &logs{}, window)
 	m := plainMaster("old", 5000)
 	m.config = durable
-	g.observe("m", m.reading(), 1)
+	g.observe(m.reading(), 1)
 	m = plainMaster("new", 0)
 	m.config = durable
-	g.observe("m", m.reading(), 2)
+	g.observe(m.reading(), 2)
 	assert.True(t, g.load().trusted(clk.Now(), window))
 
 	m.replID, m.replID2, m.secondOff = "promoted", "r-new", "1234"
-	g.observe("m", m.reading(), 3)
+	g.observe(m.reading(), 3)
 	assert.False(t, g.load().trusted(clk.Now(), window))
 }
 
@@ -336,8 +540,8 @@ func TestGuard_Promoted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 			l := &logs{}
-			g := newTestGuard(clk, l, window)
-			g.observe("m", promoted(tc.up, tc.stamp).reading(), 1)
+			g := newTestServer(clk, l, window)
+			g.observe(promoted(tc.up, tc.stamp).reading(), 1)
 			h := g.load()
 			if tc.left > 0 {
 				assert.False(t, h.trusted(clk.Now().Add(tc.left-time.Millisecond), window))
@@ -349,7 +553,7 @@ func TestGuard_Promoted(t *testing.T) {
 			// Seen again later under the same identity: the quarantine does
 			// not start over, nor is the warning repeated.
 			clk.Advance(window / 2)
-			g.observe("m", promoted(tc.up+5, tc.stamp).reading(), 2)
+			g.observe(promoted(tc.up+5, tc.stamp).reading(), 2)
 			assert.True(t, g.load().trusted(clk.Now().Add(max(tc.left-window/2, 0)), window))
 			assert.Len(t, l.warnings("m"), 1)
 		})
@@ -361,8 +565,8 @@ func TestGuard_Promoted(t *testing.T) {
 // another server.
 func TestGuard_Identity(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	g := newTestGuard(clk, &logs{}, time.Second)
-	m := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil)}
+	m := &master{servers: newTestServers("m", clk, &logs{}, time.Second)}
+	g := m.servers.own
 	acquire := driver.Call{Script: &driver.Script{TakesHint: true}, Args: []string{"k"}}
 	check := m.check("", "k")
 	assert.True(t, check.Always, "nothing known yet: ask")
@@ -370,7 +574,7 @@ func TestGuard_Identity(t *testing.T) {
 	require.Len(t, q, 5, "INFO server, replication, memory, CONFIG GET append*, the fence stamp")
 	assert.Equal(t, []string{"GET", m.names.Stamp("k")}, q[4])
 	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, false), "nothing known yet")
-	g.observe("m", plainMaster("r", 50).reading(), 1)
+	g.observe(plainMaster("r", 50).reading(), 1)
 	check = m.check("", "k")
 	assert.False(t, check.Due(1), "known, and no new connection")
 	assert.True(t, check.Due(2), "a new connection")
@@ -386,22 +590,22 @@ func TestGuard_Identity(t *testing.T) {
 // again changes it; a cluster node's is built per call, its stamp per slot.
 func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	g := newTestGuard(clk, &logs{}, time.Second)
-	m := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil)}
+	m := &master{servers: newTestServers("m", clk, &logs{}, time.Second)}
+	g := m.servers.own
 	assert.True(t, m.check("", "a").Always, "nothing known yet")
-	g.observe("m", plainMaster("r", 50).reading(), 1)
+	g.observe(plainMaster("r", 50).reading(), 1)
 	c1 := m.check("", "a")
 	assert.Same(t, c1, m.check("", "b"), "the same health and dial count: shared")
 	assert.EqualValues(t, 1, c1.Seen)
-	g.observe("m", plainMaster("r", 50).reading(), 2)
+	g.observe(plainMaster("r", 50).reading(), 2)
 	c2 := m.check("", "a")
 	assert.NotSame(t, c1, c2, "a new dial count")
 	assert.EqualValues(t, 2, c2.Seen)
-	g.askAgain()
+	g.answered(driver.Reply{}, driver.Error("READONLY You can't write against a read only replica."))
 	assert.True(t, m.check("", "a").Always, "asked again")
 
-	sharded := &master{servers: newServers("m", quiet(), nil, func() *guard { return g }, nil), names: scripts.Names{PerSlot: true}}
-	g.observe("m", plainMaster("r", 50).reading(), 3)
+	sharded := &master{servers: m.servers, names: scripts.Names{PerSlot: true}}
+	g.observe(plainMaster("r", 50).reading(), 3)
 	assert.NotSame(t, sharded.check("", "a"), sharded.check("", "a"), "a cluster node's check is per key")
 }
 
@@ -431,9 +635,9 @@ func TestGuard_SaysWhatIsTrueOfAYoungMaster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 			l := &logs{}
-			g := newTestGuard(clk, l, window)
+			g := newTestServer(clk, l, window)
 			for i, m := range tc.reads {
-				g.observe("m", m.reading(), uint64(i+1))
+				g.observe(m.reading(), uint64(i+1))
 			}
 			clk.Advance(tc.after)
 			got := g.load().distrust(clk.Now(), window)
@@ -454,4 +658,21 @@ func TestGuard_SaysWhatIsTrueOfAYoungMaster(t *testing.T) {
 			assert.Equal(t, []string{tc.info}, infos)
 		})
 	}
+}
+
+// A master that fails for good (NOAUTH here) and now and then also times
+// out is reported once: the timeouts do not end its failure, and the next
+// NOAUTH is not a new one. An answer ends it.
+func TestCondition_PassingFailuresDoNotInterruptAPermanentOne(t *testing.T) {
+	var out logLines
+	c := &condition{log: slog.New(slog.NewTextHandler(&out, nil)), addr: "m"}
+	noauth := driver.Error("NOAUTH Authentication required.")
+	for _, err := range []error{noauth, context.DeadlineExceeded, noauth, errBroken, noauth, nil, context.DeadlineExceeded} {
+		c.note(err)
+	}
+	lines := out.lines()
+	require.Len(t, lines, 3, "%q", lines)
+	assert.Contains(t, lines[0], "failure=NOAUTH")
+	assert.Contains(t, lines[1], "answers again")
+	assert.Contains(t, lines[2], "failure=\"no reply\"")
 }
