@@ -146,6 +146,10 @@ func (e *AttemptError) Detail() string {
 			b.WriteByte('\n')
 		}
 		switch {
+		case m.Answer == MasterHeld && m.Why != "":
+			// A line of waiters, not a holder: the master's error would
+			// say "held by another owner".
+			fmt.Fprintf(&b, "redlock: node %d (%s): refused: %s", m.Node, m.Addr, m.Why)
 		case m.Err != nil:
 			b.WriteString(m.Err.Error())
 		case m.Answer == MasterAbstained:

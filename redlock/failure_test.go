@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,9 +33,14 @@ func checkMessage(t *testing.T, err error, want string, counts map[Answer]int, i
 		total += n
 	}
 	assert.Equal(t, len(ae.Masters), total, "every master is counted: %s", ae.Detail())
+	detail := strings.Split(ae.Detail(), "\n")
 	for i, m := range ae.Masters {
 		assert.Equal(t, i, m.Node)
 		assert.NotEmpty(t, m.Addr)
+		if m.Answer == MasterHeld && m.Why != "" { // a line of waiters refused it: the detail says so, not that another holds it
+			assert.Contains(t, detail[i], m.Why)
+			assert.NotContains(t, detail[i], "held by another owner")
+		}
 	}
 	for _, e := range is {
 		assert.ErrorIs(t, err, e)
