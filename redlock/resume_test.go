@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -258,10 +259,19 @@ func TestIntegration_Resume_NoRecordedFence_RaisesTheLargest(t *testing.T) {
 	require.NoError(t, err)
 	waitHeld(t, "k", srv...)
 	names := suiteNames().Of("k")
-	top := l.Fence() + 2000
+	// The third master keeps its record: the count it granted, which is
+	// the lock's fence or, where it counted on its own (a fresh master
+	// counts from its clock) and answered after the quorum, above it.
+	rec, err := redis.String(do(t, srv[2], "GET", names.Fence()), nil)
+	require.NoError(t, err)
+	var kept int64
+	_, err = fmt.Sscanf(rec, "%d", &kept)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, kept, l.Fence())
+	top := kept + 2000
 	for i, s := range srv[:2] {
 		do(t, s, "DEL", names.Fence())
-		do(t, s, "SET", names.Floor(), l.Fence()+1000*int64(i+1))
+		do(t, s, "SET", names.Floor(), kept+1000*int64(i+1))
 	}
 
 	r, err := b.Resume(ctx, "k", l.Token(), 10*time.Second)
