@@ -56,10 +56,12 @@ end
 -- already took effect, or a new hold on a reentrant lock of this owner).
 -- Any other request is refused. A free key is granted only when nobody
 -- queues, or this waiter heads the queue (barred when not). L holds lib's
--- functions once a path needed them.
+-- functions once a path needed them. Most keys have no queue: EXISTS
+-- tells so more cheaply than a read of the queue's head, which queueHead
+-- makes where there is one.
 local L
-local head = redis.call('ZRANGE', queue, 0, 0)[1]
-if head then
+local head = false
+if redis.call('EXISTS', queue) == 1 then
   L = lib()
   head = L.queueHead(queue, leases)
 end

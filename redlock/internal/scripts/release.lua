@@ -58,8 +58,8 @@ if waiter and waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
   lib().enqueue(queue, leases, waiter, ARGV[9], tonumber(ARGV[10]))
 end
 if channel ~= '' then
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
-  if head then head = lib().queueHead(queue, leases) end
+  local head = false -- nobody queues, on most keys: EXISTS is the cheaper test
+  if redis.call('EXISTS', queue) == 1 then head = lib().queueHead(queue, leases) end
   if head or ARGV[11] ~= '1' then
     local publish = 'PUBLISH'
     if sharded == '1' then publish = 'SPUBLISH' end
