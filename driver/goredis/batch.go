@@ -63,10 +63,13 @@ type target struct {
 type lane struct {
 	t    *target
 	conn *redis.Conn
+	// wake starts the lane's goroutine (run) on a batch when the lane was
+	// idle; closed when the target closes an idle lane, to end it.
+	wake chan struct{}
 	// Under t.mu.
 	queue     []*request // calls not yet sent
 	spare     []*request // the last batch's slice, for reuse
-	busy      bool       // a goroutine of run's sends batches
+	busy      bool       // run is sending batches, and holds an inflight count
 	answered  uint64     // batches that came back
 	fresh     bool       // no batch has come back: the connection may not be open yet
 	accepting bool       // t.cur
@@ -124,23 +127,22 @@ func (t *target) place(r *request) {
 	l.queue = append(l.queue, r)
 	r.lane.Store(l)
 	r.mark = l.answered
-	start := !l.busy
-	if start {
+	if !l.busy {
 		l.busy = true
 		t.m.inflight.Add(1) // r's count is held: no race with Close's Wait
+		// Never blocks: an idle lane's goroutine has taken the last token.
+		l.wake <- struct{}{}
 	}
 	t.mu.Unlock()
-	if start {
-		go l.run()
-	}
 }
 
 // pick returns the lane a call goes on: the one taking calls, else a new
 // one unless another is opening. The caller holds t.mu.
 func (t *target) pick() *lane {
 	if t.cur == nil && !t.opening {
-		t.cur = &lane{t: t, conn: t.client.Conn(), fresh: true, accepting: true}
+		t.cur = &lane{t: t, conn: t.client.Conn(), wake: make(chan struct{}, 1), fresh: true, accepting: true}
 		t.opening = true
+		go t.cur.run()
 	}
 	return t.cur
 }
@@ -192,15 +194,32 @@ func (t *target) close() {
 	if idle != nil && idle.busy {
 		idle = nil
 	}
+	if idle != nil {
+		close(idle.wake) // place sends no more: t.closed
+	}
 	t.mu.Unlock()
 	if idle != nil {
 		idle.conn.Close()
 	}
 }
 
-// run sends l's queue, a batch at a time, until it is empty or the lane is
-// lost. It holds an inflight count of the master's.
+// run is the lane's goroutine, for the lane's life: woken when calls are
+// queued on the idle lane, it sends them (drain), and waits for the next
+// ones. Keeping one goroutine rather than starting one per wake spares a
+// call at low concurrency a new goroutine and the growth of its stack
+// through go-redis's calls.
 func (l *lane) run() {
+	for range l.wake {
+		if !l.drain() {
+			return
+		}
+	}
+}
+
+// drain sends l's queue, a batch at a time, until it is empty, and reports
+// whether the lane goes on; it does not when the lane was lost, or closed
+// once idle. It holds an inflight count of the master's.
+func (l *lane) drain() bool {
 	defer l.t.m.inflight.Done()
 	t := l.t
 	for {
@@ -233,12 +252,12 @@ func (l *lane) run() {
 				l.conn.Close()
 				t.replace(moved)
 			}
-			return
+			return !closing
 		}
 		fresh := l.fresh
 		t.mu.Unlock()
 		if !l.send(batch, fresh) {
-			return
+			return false
 		}
 		clear(batch)
 		t.mu.Lock()
