@@ -66,10 +66,15 @@ type lane struct {
 	// wake starts the lane's goroutine (run) on a batch when the lane was
 	// idle; closed when the target closes an idle lane, to end it.
 	wake chan struct{}
+	// Used by run alone, one batch at a time: the pipeline batches go out
+	// on, and the slices a batch is built in, reused.
+	pipe    redis.Pipeliner
+	scratch scratch
 	// Under t.mu.
 	queue     []*request // calls not yet sent
 	spare     []*request // the last batch's slice, for reuse
 	busy      bool       // run is sending batches, and holds an inflight count
+	running   bool       // run's goroutine is there, sending or waiting on wake
 	answered  uint64     // batches that came back
 	fresh     bool       // no batch has come back: the connection may not be open yet
 	accepting bool       // t.cur
@@ -82,7 +87,7 @@ type request struct {
 	ctx   context.Context
 	call  driver.Call
 	done  driver.Done
-	stop  func() bool // stops expire
+	timer *time.Timer // runs expire; nil for a ctx without deadline
 	tries int
 	lost  atomic.Bool // a connection dropped under an earlier try
 
@@ -130,8 +135,13 @@ func (t *target) place(r *request) {
 	if !l.busy {
 		l.busy = true
 		t.m.inflight.Add(1) // r's count is held: no race with Close's Wait
-		// Never blocks: an idle lane's goroutine has taken the last token.
-		l.wake <- struct{}{}
+		if l.running {
+			// Never blocks: an idle lane's goroutine has taken the last token.
+			l.wake <- struct{}{}
+		} else {
+			l.running = true
+			go l.run()
+		}
 	}
 	t.mu.Unlock()
 }
@@ -140,9 +150,9 @@ func (t *target) place(r *request) {
 // one unless another is opening. The caller holds t.mu.
 func (t *target) pick() *lane {
 	if t.cur == nil && !t.opening {
-		t.cur = &lane{t: t, conn: t.client.Conn(), wake: make(chan struct{}, 1), fresh: true, accepting: true}
+		conn := t.client.Conn()
+		t.cur = &lane{t: t, conn: conn, wake: make(chan struct{}, 1), pipe: conn.Pipeline(), fresh: true, accepting: true}
 		t.opening = true
-		go t.cur.run()
 	}
 	return t.cur
 }
@@ -194,8 +204,9 @@ func (t *target) close() {
 	if idle != nil && idle.busy {
 		idle = nil
 	}
-	if idle != nil {
+	if idle != nil && idle.running {
 		close(idle.wake) // place sends no more: t.closed
+		idle.running = false
 	}
 	t.mu.Unlock()
 	if idle != nil {
@@ -203,17 +214,54 @@ func (t *target) close() {
 	}
 }
 
-// run is the lane's goroutine, for the lane's life: woken when calls are
-// queued on the idle lane, it sends them (drain), and waits for the next
-// ones. Keeping one goroutine rather than starting one per wake spares a
-// call at low concurrency a new goroutine and the growth of its stack
-// through go-redis's calls.
+// linger is how long the goroutine of a lane that has gone idle waits for
+// more calls, at least, before it ends.
+const linger = 50 * time.Millisecond
+
+// run is the lane's goroutine, started by place with calls queued on the
+// idle lane. It sends them (drain), then waits for the next ones, woken by
+// place, until the lane ends or has taken no call for a linger. Keeping
+// the goroutine between batches, rather than starting one per batch,
+// spares calls that follow each other closely a new goroutine and the
+// growth of its stack through go-redis's calls; ending it spares a master
+// left unused (or never closed) an idle goroutine.
 func (l *lane) run() {
-	for range l.wake {
-		if !l.drain() {
-			return
+	if !l.drain() {
+		return
+	}
+	idle := time.NewTimer(linger)
+	defer idle.Stop()
+	active := false // woken since idle was last set
+	for {
+		select {
+		case _, ok := <-l.wake:
+			if !ok || !l.drain() {
+				return
+			}
+			active = true
+		case <-idle.C:
+			if active {
+				active = false
+				idle.Reset(linger)
+				continue
+			}
+			if l.retire() {
+				return
+			}
 		}
 	}
+}
+
+// retire reports whether run may end: no call was placed on l since its
+// last batch, and the next one starts a goroutine anew.
+func (l *lane) retire() bool {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	if l.busy {
+		return false // woken meanwhile: the token is waiting
+	}
+	l.running = false
+	return true
 }
 
 // drain sends l's queue, a batch at a time, until it is empty, and reports
@@ -314,7 +362,8 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	dials := t.dials.Load()
 	var shared [][]string
 	var sharedCmds [][]any
-	live := batch[:0:0]
+	sc := &l.scratch
+	live := sc.live[:0]
 	for _, r := range batch {
 		r.check, r.asked, r.shares, r.own = nil, false, false, nil
 		if r.call.Check != nil {
@@ -344,28 +393,28 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		}
 		live = append(live, r)
 	}
+	sc.live = live
+	defer sc.clear()
 	if len(live) == 0 {
 		return true
 	}
-	cmds := make([][]any, 0, len(sharedCmds)+len(live))
+	cmds := sc.cmds[:0]
 	cmds = append(cmds, sharedCmds...)
 	for _, r := range live {
 		r.first = len(cmds)
 		cmds = append(cmds, r.own...)
 		cmds = append(cmds, scriptArgs(r.call, r.check, r.asked))
 	}
-	got, err := pipeline(ctx, l.conn, cmds)
+	sc.cmds = cmds
+	got, err := pipeline(ctx, l.pipe, cmds, sc.got)
 	if err != nil {
 		t.lose(l, live, serverError(err, t.cluster), fresh)
 		return false
 	}
+	sc.got = got
 	broken := false
-	type result struct {
-		v       any
-		answers []any
-		err     error
-	}
-	res := make([]result, len(live))
+	res := slices.Grow(sc.res[:0], len(live))[:len(live)]
+	sc.res = res
 	var again []int // calls whose script the server lacked
 	var sharedAnswers []any
 	var sharedErr error
@@ -398,7 +447,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 			s[0], s[1] = "EVAL", &r.call.Script.Src
 			src[j] = s
 		}
-		got2, err := pipeline(ctx, l.conn, src)
+		got2, err := pipeline(ctx, l.pipe, src, nil)
 		for j, i := range again {
 			if err != nil {
 				res[i].err = err
@@ -457,10 +506,34 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 			r.finish(rep, err)
 			continue
 		}
-		rep.Answers, rep.Value = re.answers, neutral(re.v)
+		rep.Answers, rep.Value = re.answers, scriptValue(re.v)
 		r.finish(rep, nil)
 	}
 	return goOn
+}
+
+// result is what a batch made of one call.
+type result struct {
+	v       any
+	answers []any
+	err     error
+}
+
+// scratch holds the slices a lane builds its batches in, kept from one
+// batch to the next: a batch allocates none once the lane has sent one as
+// large. They are cleared after each batch, so as not to hold its calls.
+type scratch struct {
+	live []*request
+	cmds [][]any
+	got  []*redis.Cmd
+	res  []result
+}
+
+func (sc *scratch) clear() {
+	clear(sc.live)
+	clear(sc.cmds)
+	clear(sc.got)
+	clear(sc.res)
 }
 
 // lose ends l after its batch failed as a whole with err: its connection
@@ -525,7 +598,9 @@ func (r *request) finish(rep driver.Reply, err error) {
 	if !r.taken.CompareAndSwap(false, true) {
 		return
 	}
-	r.stop()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	r.deliver(rep, err)
 }
 

@@ -2,7 +2,6 @@ package goredis
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,9 +28,9 @@ func (m *Master) Start(ctx context.Context, call driver.Call, done driver.Done) 
 		done.Returned(driver.Reply{}, err)
 		return
 	}
-	r := &request{m: m, ctx: ctx, call: call, done: done, stop: func() bool { return true }}
+	r := &request{m: m, ctx: ctx, call: call, done: done}
 	if dl, ok := ctx.Deadline(); ok {
-		r.stop = time.AfterFunc(time.Until(dl), r.expire).Stop
+		r.timer = time.AfterFunc(time.Until(dl), r.expire)
 	}
 	m.dispatch(r)
 }
@@ -116,23 +115,18 @@ func commands(questions [][]string) ([][]any, error) {
 	return out, nil
 }
 
-// pipeline sends the commands on conn in one round trip. Its error is one
-// of the pipeline as a whole: go-redis returns the error reply that failed
-// the connection's setup (a WRONGPASS, say) without setting it on any
-// command, which then has neither a value nor an error. Error replies to
-// single commands, and a connection failing under them, are left on the
-// commands.
-func pipeline(ctx context.Context, conn *redis.Conn, cmds [][]any) ([]*redis.Cmd, error) {
-	out := make([]*redis.Cmd, 0, len(cmds))
-	_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, c := range cmds {
-			out = append(out, p.Do(ctx, c...))
-		}
-		return nil
-	})
-	if len(out) != len(cmds) {
-		return nil, errors.New("goredis: the pipeline lost commands")
+// pipeline sends the commands on pipe, its lane's, in one round trip, and
+// returns them in out, reused. Its error is one of the pipeline as a whole:
+// go-redis returns the error reply that failed the connection's setup (a
+// WRONGPASS, say) without setting it on any command, which then has neither
+// a value nor an error. Error replies to single commands, and a connection
+// failing under them, are left on the commands.
+func pipeline(ctx context.Context, pipe redis.Pipeliner, cmds [][]any, out []*redis.Cmd) ([]*redis.Cmd, error) {
+	out = out[:0]
+	for _, c := range cmds {
+		out = append(out, pipe.Do(ctx, c...))
 	}
+	_, err := pipe.Exec(ctx)
 	if err == nil {
 		return out, nil
 	}

@@ -58,6 +58,20 @@ func neutral(v any) any {
 	return v // int64, string, nil
 }
 
+// scriptValue is neutral for a script's reply, which go-redis read for
+// this call alone (a script's reply is never cached): an array is turned
+// in place rather than copied.
+func scriptValue(v any) any {
+	a, ok := v.([]any)
+	if !ok {
+		return neutral(v)
+	}
+	for i, x := range a {
+		a[i] = scriptValue(x)
+	}
+	return v // holds a: boxing a again would allocate
+}
+
 // answer returns a command's reply in the neutral form: its value, nil for
 // a nil reply, a driver.Error for an error reply; or the error of a
 // connection that failed.
