@@ -83,16 +83,22 @@ func (m *Master) dispatch(r *request) {
 }
 
 // scriptArgs returns EVALSHA with its arguments: digest, key count, keys,
-// arguments. The strings are passed by pointer into one slice, which
-// go-redis writes as it writes strings: boxing each would cost an
-// allocation per argument.
+// arguments as sent (driver.Call.Argv, built here in place). The strings
+// are passed by pointer into one slice, which go-redis writes as it writes
+// strings: boxing each would cost an allocation per argument.
 func scriptArgs(call driver.Call, check *driver.Check, asked bool) []any {
-	argv := call.Argv(check, asked)
-	strs := make([]string, 0, 1+len(call.Keys)+len(argv))
+	n := len(call.Keys) + len(call.Args)
+	if call.Script.TakesHint {
+		n++
+	}
+	strs := make([]string, 0, 1+n)
 	strs = append(strs, call.Script.SHA)
 	strs = append(strs, call.Keys...)
-	strs = append(strs, argv...)
-	out := make([]any, 3+len(call.Keys)+len(argv))
+	strs = append(strs, call.Args...)
+	if call.Script.TakesHint {
+		strs = append(strs, call.Hint(check, asked))
+	}
+	out := make([]any, 3+n)
 	out[0], out[1], out[2] = "EVALSHA", &strs[0], len(call.Keys)
 	for i := range strs[1:] {
 		out[3+i] = &strs[1+i]
