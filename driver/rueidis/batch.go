@@ -12,43 +12,43 @@ import (
 // rueidis connection shared by concurrent callers writes about one command
 // per write system call here: its background writer wakes for each command
 // queued and flushes as soon as its queue is empty, and the master then
-// reads and answers each one apart too. So the driver keeps at most depth
-// DoMultis in flight per connection, and the calls that come meanwhile
-// wait and go out together in the next one: as many as came during a round
-// trip, in one write, read by the master in one go. A call of Eval that
-// finds a turn free goes out at once, from its own goroutine; the others
-// go out from the connection's sender goroutines.
+// reads and answers each one apart too. So the driver keeps one DoMulti in
+// flight per connection, and the calls that come meanwhile wait and go out
+// together in the next one: as many as came during a round trip, in one
+// write, read by the master in one go. A call of Eval that finds the
+// connection idle goes out at once, from its own goroutine; the others go
+// out from the connection's sender goroutine.
+//
+// One at a time also keeps the connection out of rueidis' background mode.
+// A pipe that is only ever used by one call at a time writes and reads on
+// the caller's goroutine (pipe.syncDo, pipe.syncDoMulti); the first time
+// two calls overlap on it, rueidis starts a writer and a reader goroutine
+// for it (pipe.background), for the rest of its life, and every call then
+// pays two more hand-offs between goroutines.
 //
 // One DoMulti on a dedicated connection is written as one run of commands
 // and its replies read in order, on that connection only:
 // DedicatedClient.DoMulti (rueidis client.go, dedicatedSingleClient.DoMulti)
-// hands the commands to its one wire; alone on the pipe, it writes them all
-// and flushes once, then reads one reply per command (pipe.go,
-// pipe.DoMulti and pipe.syncDoMulti); beside another, it is queued as one
-// entry (ring.PutMulti), which the background writer writes whole
-// (pipe._backgroundWrite), and its replies are read in order. Each call's
-// commands are contiguous in the batch, in its order, so a call's questions
-// still go just ahead of its script, on the same connection, in the same
-// round trip.
+// hands the commands to its one wire, which writes them all and flushes
+// once, then reads one reply per command (pipe.go, pipe.DoMulti and
+// pipe.syncDoMulti; in background mode, ring.PutMulti queues them as one
+// entry, which the background writer writes whole). Each call's commands
+// are contiguous in the batch, in its order, so a call's questions still go
+// just ahead of its script, on the same connection, in the same round trip.
 
 // batcher sends the calls on one connection.
 type batcher struct {
 	dc rueidis.DedicatedClient
 
-	mu       sync.Mutex
-	inflight int // DoMultis in flight, or handed to a sender to send
-	pending  []entry
-	stopped  bool
+	mu      sync.Mutex
+	busy    bool // a DoMulti is in flight, or the sender was handed the turn to send one
+	pending []entry
+	stopped bool
 
-	kick    chan struct{} // hands a sender one of the depth turns; buffered
-	stop    chan struct{} // closed to end the senders
+	kick    chan struct{} // hands the sender the turn; buffered
+	stop    chan struct{} // closed to end the sender
 	stopper sync.Once
 }
-
-// depth is how many DoMultis may be in flight on a connection at once: a
-// batch is written while the one before waits for its replies, so that
-// the calls queued behind a batch do not wait a whole round trip more.
-const depth = 2
 
 // entry is one call's commands in a batch, and who takes their replies.
 type entry struct {
@@ -74,12 +74,10 @@ func (w *waiter) sent(res []rueidis.RedisResult) {
 	close(w.done)
 }
 
-// newBatcher starts the senders of dc, counted in senders until they end.
+// newBatcher starts the sender of dc, counted in senders until it ends.
 func newBatcher(dc rueidis.DedicatedClient, senders *sync.WaitGroup) *batcher {
-	b := &batcher{dc: dc, kick: make(chan struct{}, depth), stop: make(chan struct{})}
-	for range depth {
-		senders.Go(b.run)
-	}
+	b := &batcher{dc: dc, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	senders.Go(b.run)
 	return b
 }
 
@@ -92,8 +90,8 @@ func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.Re
 		b.mu.Unlock()
 		return fill(len(cmds), rueidis.ErrClosing)
 	}
-	if b.inflight < depth && len(b.pending) == 0 {
-		b.inflight++
+	if !b.busy {
+		b.busy = true
 		b.mu.Unlock()
 		res := b.dc.DoMulti(ctx, cmds...)
 		b.idle()
@@ -101,10 +99,8 @@ func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.Re
 	}
 	w := &waiter{done: make(chan struct{})}
 	b.pending = append(b.pending, entry{ctx, cmds, w})
-	wake := b.inflight < depth
-	if wake {
-		b.inflight++
-	}
+	wake := !b.busy
+	b.busy = true
 	b.mu.Unlock()
 	if wake {
 		b.wake()
@@ -130,10 +126,8 @@ func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiv
 		return
 	}
 	b.pending = append(b.pending, entry{ctx, cmds, to})
-	wake := b.inflight < depth
-	if wake {
-		b.inflight++
-	}
+	wake := !b.busy
+	b.busy = true
 	b.mu.Unlock()
 	if wake {
 		b.wake()
@@ -141,11 +135,11 @@ func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiv
 }
 
 // idle ends a DoMulti sent from a caller's goroutine: its turn ends, or,
-// when calls queued meanwhile, passes to a sender, which takes them.
+// when calls queued meanwhile, passes to the sender, which takes them.
 func (b *batcher) idle() {
 	b.mu.Lock()
 	if len(b.pending) == 0 {
-		b.inflight--
+		b.busy = false
 		b.mu.Unlock()
 		return
 	}
@@ -153,12 +147,12 @@ func (b *batcher) idle() {
 	b.wake()
 }
 
-// wake hands a sender a turn, counted in inflight: there are never more
-// turns than room in kick, and only a sender ends a turn it was handed.
+// wake hands the sender the turn, marked busy: there is one turn, as much
+// as kick has room for, and only the sender ends a turn it was handed.
 func (b *batcher) wake() { b.kick <- struct{}{} }
 
-// run is a sender: given a turn, it sends what has queued, one batch at a
-// time, until nothing has; until stopped, and then fails what is left.
+// run is the sender: given the turn, it sends what has queued, one batch
+// at a time, until nothing has; until stopped, and then fails what is left.
 func (b *batcher) run() {
 	for {
 		select {
@@ -185,7 +179,7 @@ func (b *batcher) sendQueued() bool {
 	batch := b.pending
 	b.pending = nil
 	if len(batch) == 0 {
-		b.inflight--
+		b.busy = false
 		b.mu.Unlock()
 		return false
 	}
