@@ -48,17 +48,31 @@ type batcher struct {
 	kick    chan struct{} // hands the sender the turn; buffered
 	stop    chan struct{} // closed to end the sender
 	stopper sync.Once
+
+	// The sender's own, kept from one batch to the next so that a call
+	// alone costs the batcher no allocation: the array of the batch it sent
+	// last, cleared, for the calls queued next; the reply to a call of one
+	// command.
+	spare []entry
+	one   [1]rueidis.RedisResult
 }
 
 // entry is one call's commands in a batch, and who takes their replies.
 type entry struct {
-	ctx  context.Context
-	cmds []rueidis.Completed
-	to   receiver
+	ctx context.Context
+	// questions go ahead of script; nil when none do. Built with room for
+	// script after them (see questionCmds).
+	questions []rueidis.Completed
+	script    rueidis.Completed
+	to        receiver
 }
 
+// cmds returns the entry's commands, in order.
+func (e *entry) cmds() []rueidis.Completed { return append(e.questions, e.script) }
+
 // receiver takes the replies to an entry's commands, one per command, on
-// the sender's goroutine: it must not block.
+// the sender's goroutine: it must not block, and must not keep res, which
+// the sender uses again once sent returns.
 type receiver interface {
 	sent(res []rueidis.RedisResult)
 }
@@ -70,7 +84,7 @@ type waiter struct {
 }
 
 func (w *waiter) sent(res []rueidis.RedisResult) {
-	w.res = res
+	w.res = append([]rueidis.RedisResult(nil), res...)
 	close(w.done)
 }
 
@@ -81,24 +95,30 @@ func newBatcher(dc rueidis.DedicatedClient, senders *sync.WaitGroup) *batcher {
 	return b
 }
 
-// do sends cmds and returns their replies, one per command, within ctx: at
-// once from the caller's goroutine when the connection is idle, or else
-// with the next batch.
-func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.RedisResult {
+// do sends questions and script and returns their replies, one per
+// command, within ctx: at once from the caller's goroutine when the
+// connection is idle, or else with the next batch.
+func (b *batcher) do(ctx context.Context, questions []rueidis.Completed, script rueidis.Completed) []rueidis.RedisResult {
+	n := len(questions) + 1
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
-		return fill(len(cmds), rueidis.ErrClosing)
+		return fill(n, rueidis.ErrClosing)
 	}
 	if !b.busy {
 		b.busy = true
 		b.mu.Unlock()
-		res := b.dc.DoMulti(ctx, cmds...)
+		var res []rueidis.RedisResult
+		if len(questions) == 0 {
+			res = []rueidis.RedisResult{b.dc.Do(ctx, script)}
+		} else {
+			res = b.dc.DoMulti(ctx, append(questions, script)...)
+		}
 		b.idle()
 		return res
 	}
 	w := &waiter{done: make(chan struct{})}
-	b.pending = append(b.pending, entry{ctx, cmds, w})
+	b.pending = append(b.pending, entry{ctx, questions, script, w})
 	wake := !b.busy
 	b.busy = true
 	b.mu.Unlock()
@@ -111,21 +131,21 @@ func (b *batcher) do(ctx context.Context, cmds []rueidis.Completed) []rueidis.Re
 	case <-ctx.Done():
 		// The sender skips a call whose ctx has ended, and drops the
 		// replies of one it sent.
-		return fill(len(cmds), ctx.Err())
+		return fill(n, ctx.Err())
 	}
 }
 
-// start queues cmds for the sender, which hands their replies to to, and
-// returns at once. After the batcher stopped, to takes rueidis.ErrClosing
-// before start returns.
-func (b *batcher) start(ctx context.Context, cmds []rueidis.Completed, to receiver) {
+// start queues questions and script for the sender, which hands their
+// replies to to, and returns at once. After the batcher stopped, to takes
+// rueidis.ErrClosing before start returns.
+func (b *batcher) start(ctx context.Context, questions []rueidis.Completed, script rueidis.Completed, to receiver) {
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
-		to.sent(fill(len(cmds), rueidis.ErrClosing))
+		to.sent(fill(len(questions)+1, rueidis.ErrClosing))
 		return
 	}
-	b.pending = append(b.pending, entry{ctx, cmds, to})
+	b.pending = append(b.pending, entry{ctx, questions, script, to})
 	wake := !b.busy
 	b.busy = true
 	b.mu.Unlock()
@@ -163,7 +183,7 @@ func (b *batcher) run() {
 			b.pending, b.stopped = nil, true
 			b.mu.Unlock()
 			for _, e := range left {
-				e.to.sent(fill(len(e.cmds), rueidis.ErrClosing))
+				e.to.sent(fill(len(e.questions)+1, rueidis.ErrClosing))
 			}
 			return
 		}
@@ -177,49 +197,59 @@ func (b *batcher) run() {
 func (b *batcher) sendQueued() bool {
 	b.mu.Lock()
 	batch := b.pending
-	b.pending = nil
 	if len(batch) == 0 {
 		b.busy = false
 		b.mu.Unlock()
 		return false
 	}
+	b.pending, b.spare = b.spare, nil
 	b.mu.Unlock()
 
 	var (
-		cmds []rueidis.Completed
 		last time.Time
+		n    int // commands
 		live = batch[:0]
 	)
 	for _, e := range batch {
 		if err := e.ctx.Err(); err != nil {
-			e.to.sent(fill(len(e.cmds), err)) // nothing is sent for it
+			e.to.sent(fill(len(e.questions)+1, err)) // nothing is sent for it
 			continue
 		}
 		// Every call has a deadline: see Master.Eval and Master.Start.
 		if dl, _ := e.ctx.Deadline(); dl.After(last) {
 			last = dl
 		}
-		cmds = append(cmds, e.cmds...)
+		n += len(e.questions) + 1
 		live = append(live, e)
 	}
-	if len(live) > 0 {
+	switch {
+	case len(live) == 1 && n == 1:
+		// A call alone goes with its own ctx, and a command alone with
+		// Do, which writes and reads it as DoMulti would.
+		b.one[0] = b.dc.Do(live[0].ctx, live[0].script)
+		live[0].to.sent(b.one[:])
+		b.one[0] = rueidis.RedisResult{}
+	case len(live) == 1:
+		live[0].to.sent(b.dc.DoMulti(live[0].ctx, live[0].cmds()...))
+	case len(live) > 1:
 		// The batch lasts as long as its longest-lived call, whatever
 		// becomes of the calls' own contexts; a caller that waits returns
-		// at its own deadline. A call alone goes with its own.
-		ctx, cancel := live[0].ctx, context.CancelFunc(nil)
-		if len(live) > 1 {
-			ctx, cancel = context.WithDeadline(context.Background(), last)
-		}
-		res := b.dc.DoMulti(ctx, cmds...)
-		if cancel != nil {
-			cancel()
-		}
+		// at its own deadline.
+		cmds := make([]rueidis.Completed, 0, n)
 		for _, e := range live {
-			n := len(e.cmds)
+			cmds = append(append(cmds, e.questions...), e.script)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), last)
+		res := b.dc.DoMulti(ctx, cmds...)
+		cancel()
+		for _, e := range live {
+			n := len(e.questions) + 1
 			e.to.sent(res[:n:n])
 			res = res[n:]
 		}
 	}
+	clear(batch)
+	b.spare = batch[:0]
 	return true
 }
 
@@ -227,6 +257,19 @@ func (b *batcher) sendQueued() bool {
 // does not wait, so that the sender itself may call it.
 func (b *batcher) close() {
 	b.stopper.Do(func() { close(b.stop) })
+}
+
+// questionCmds builds the guard's questions as commands, with room for
+// the script after them; nil when there are none.
+func questionCmds(client rueidis.CommandClient, questions [][]string) []rueidis.Completed {
+	if len(questions) == 0 {
+		return nil
+	}
+	cmds := make([]rueidis.Completed, 0, len(questions)+1)
+	for _, q := range questions {
+		cmds = append(cmds, client.B().Arbitrary(q...).Build())
+	}
+	return cmds
 }
 
 func fill(n int, err error) []rueidis.RedisResult {
