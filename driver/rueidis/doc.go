@@ -37,9 +37,11 @@
 // (Client.Dedicate), taken in the background by New for a standalone or
 // Sentinel master and on first use for a cluster's shard master, and sends
 // every call to that server on it, from any number of goroutines at once.
-// At most two DoMultis are in flight on it: the calls that come meanwhile
+// One DoMulti at a time is in flight on it: the calls that come meanwhile
 // wait, and go out together in the next, in one write, which the master
-// reads in one go. No call dials or waits for a connection of a pool. On a
+// reads in one go; and rueidis writes and reads a connection used one call
+// at a time on the caller's goroutine, with no writer and reader goroutines
+// of its own between. No call dials or waits for a connection of a pool. On a
 // standalone or Sentinel master, the calls the lock starts (Start) are
 // queued for the connection's sender goroutine, which hands each reply
 // over when it comes, with no goroutine waiting for it; on a cluster, a

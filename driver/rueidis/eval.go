@@ -100,15 +100,12 @@ func (m *Master) run(ctx context.Context, h *held, server string, call driver.Ca
 	if asked {
 		questions = check.Commands()
 	}
-	argv := call.Argv(check, asked)
-	cmds := commands(h.dc, questions, evalsha(h.dc, call, argv))
-	v, answers, err := replies(h.b.do(ctx, cmds), len(questions))
+	v, answers, err := replies(h.b.do(ctx, questionCmds(h.dc, questions), evalsha(h.dc, call, check, asked)), len(questions))
 	if isNoScript(err) {
 		// The master lost its script cache: send the source instead, with
 		// the questions again, so that their answers come from the
 		// connection that runs the script.
-		cmds = commands(h.dc, questions, eval(h.dc, call, argv))
-		v, answers, err = replies(h.b.do(ctx, cmds), len(questions))
+		v, answers, err = replies(h.b.do(ctx, questionCmds(h.dc, questions), eval(h.dc, call, check, asked)), len(questions))
 	}
 	rep.Answers = answers
 	if err != nil && stale(err) && ctx.Err() == nil {
@@ -121,22 +118,24 @@ func (m *Master) run(ctx context.Context, h *held, server string, call driver.Ca
 	return rep, false, nil
 }
 
-func evalsha(client rueidis.CommandClient, call driver.Call, argv []string) rueidis.Completed {
-	return client.B().Evalsha().Sha1(call.Script.SHA).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
-}
-
-func eval(client rueidis.CommandClient, call driver.Call, argv []string) rueidis.Completed {
-	return client.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(argv...).Build()
-}
-
-// commands returns the questions and then the script, to go out in one
-// round trip.
-func commands(client rueidis.CommandClient, questions [][]string, script rueidis.Completed) []rueidis.Completed {
-	cmds := make([]rueidis.Completed, 0, len(questions)+1)
-	for _, q := range questions {
-		cmds = append(cmds, client.B().Arbitrary(q...).Build())
+// evalsha builds call's EVALSHA, with the script's arguments as sent (see
+// driver.Call.Argv): Args and, for a script that takes it, the hint,
+// appended here rather than copied into a new slice.
+func evalsha(client rueidis.CommandClient, call driver.Call, check *driver.Check, asked bool) rueidis.Completed {
+	cmd := client.B().Evalsha().Sha1(call.Script.SHA).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...)
+	if call.Script.TakesHint {
+		cmd = cmd.Arg(call.Hint(check, asked))
 	}
-	return append(cmds, script)
+	return cmd.Build()
+}
+
+// eval is evalsha with the script's source (EVAL).
+func eval(client rueidis.CommandClient, call driver.Call, check *driver.Check, asked bool) rueidis.Completed {
+	cmd := client.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...)
+	if call.Script.TakesHint {
+		cmd = cmd.Arg(call.Hint(check, asked))
+	}
+	return cmd.Build()
 }
 
 // replies reads the replies to commands' questions (asked of them) and

@@ -36,7 +36,7 @@ func (m *Master) Start(ctx context.Context, call driver.Call, done driver.Done) 
 		questions = check.Commands()
 	}
 	s := &started{m: m, h: h, ctx: ctx, call: call, asked: len(questions), done: done}
-	h.b.start(ctx, commands(h.dc, questions, evalsha(h.dc, call, call.Argv(check, asked))), s)
+	h.b.start(ctx, questionCmds(h.dc, questions), evalsha(h.dc, call, check, asked), s)
 }
 
 // started is a call that Start queued, until its replies are in.
