@@ -44,9 +44,8 @@ func TestIntegration_Check_ACL(t *testing.T) {
 		{name: "ZREMRANGEBYSCORE denied: a semaphore's permits fail", user: true, args: lockUser("-zremrangebyscore"), want: []want{
 			{"acl", CheckFail, "semaphore's permit failed", "+zremrangebyscore"},
 		}},
-		{name: "EXISTS denied: the cleanup cannot tell", user: true, args: lockUser("-exists"), want: []want{
-			{"acl", CheckFail, "queue of a waiter failed", "+exists"},
-			{"cleanup", CheckWarn, "could not delete", "+exists"},
+		{name: "EXISTS denied: every acquire fails", user: true, args: lockUser("-exists"), want: []want{
+			{"acl", CheckFail, "the lock's acquire failed", "+exists"},
 		}},
 	})
 }
