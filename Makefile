@@ -39,9 +39,13 @@ unit-acl:
 	REDLOCK_TEST_ACL=1 $(GO) test -race -count=1 -run 'Integration|Contract' ./redlock
 
 # Each driver adapter's module: the driver contract (internal/drivertest) and
-# its own tests, against real redis-server processes.
+# its own tests, against real redis-server processes. The modules run at
+# once: each mostly waits on its masters.
 drivers:
-	@for m in $(DRIVERS); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+	@$(MAKE) --no-print-directory -j2 $(addprefix driver-,$(notdir $(DRIVERS)))
+
+driver-%:
+	cd driver/$* && $(GO) test -race -count=1 ./...
 
 # The OpenTelemetry observer's module: the real SDK's metrics and spans, and
 # its Prometheus example, from real scenarios on redis-server processes.
