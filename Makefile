@@ -7,11 +7,11 @@ GO      ?= go
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
 MODULES := chaos bench fencing/sqltest otel $(DRIVERS)
 
-.PHONY: test setup lint unit unit-all unit-acl drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
+.PHONY: test setup lint unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
 
 # setup first, even under -j: the rest needs what it installs.
 test: setup
-	@$(MAKE) --no-print-directory lint unit drivers oteltest benchtest fencingtest model chaos
+	@$(MAKE) --no-print-directory lint unit modules model chaos
 
 # What the tests need (see the script): as root, it installs the missing
 # Debian packages; as another user with one missing, it stops at once and
@@ -37,6 +37,11 @@ unit-all:
 
 unit-acl:
 	REDLOCK_TEST_ACL=1 $(GO) test -race -count=1 -run 'Integration|Contract' ./redlock
+
+# The modules beside the library's, their tests at once: each mostly waits
+# on its redis-server or database processes (about a third of a core each).
+modules:
+	@$(MAKE) --no-print-directory -j6 $(addprefix driver-,$(notdir $(DRIVERS))) oteltest benchtest fencingtest
 
 # Each driver adapter's module: the driver contract (internal/drivertest) and
 # its own tests, against real redis-server processes. The modules run at
