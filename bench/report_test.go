@@ -409,6 +409,7 @@ func reportTables(rounds []Round) string {
 		{"1 goroutine: p50 quorumlock-goredis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"1 goroutine: p50 quorumlock-rueidis / quorumlock, distinct keys", Ratio("seq-distinct/quorumlock-rueidis/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"1 goroutine: p50 quorumlock-goredis / redsync-goredis, distinct keys", Ratio("seq-distinct/quorumlock-goredis/p50_us", "seq-distinct/redsync-goredis/p50_us")},
+		{"1 goroutine: p50 quorumlock-rueidis / redsync-rueidis, distinct keys", Ratio("seq-distinct/quorumlock-rueidis/p50_us", "seq-distinct/redsync-rueidis/p50_us")},
 		{"p50 quorumlock, 1 master late / quorumlock healthy", Ratio("slow/quorumlock/p50_us", "seq-distinct/quorumlock/p50_us")},
 		{"p50 redsync-failfast, 1 master late / quorumlock, 1 master late", Ratio("slow/redsync-failfast/p50_us", "slow/quorumlock/p50_us")},
 	} {
