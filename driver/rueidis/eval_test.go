@@ -172,6 +172,51 @@ func TestEval_StoppedMasterWhileDialling(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
+// Busy callers of a master that stops answering (SIGSTOP) for 2 s, each
+// call with a 50 ms deadline, do not dial it in a storm: the connections
+// the master accepts once it continues, what it queued while stopped
+// included, are at most 3.
+func TestEval_HungMaster_NoDialStorm(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
+	require.NoError(t, err)
+	defer m.Close()
+	s := driver.NewScript("one", `return 1`)
+	call := func(d time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err := m.Eval(ctx, driver.Call{Script: s, Keys: []string{"k"}})
+		return err
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() { assert.NoError(t, call(2*time.Second)) })
+	}
+	wg.Wait()
+	before, _, _ := serverStats(t, srv[0])
+
+	require.NoError(t, srv[0].Pause())
+	end := time.Now().Add(2 * time.Second)
+	for range 16 {
+		wg.Go(func() {
+			for range 400 { // bounded in count; end bounds it in time
+				if time.Now().After(end) {
+					return
+				}
+				call(50 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, srv[0].Resume())
+	time.Sleep(1500 * time.Millisecond) // the master accepts what waited
+	after, _, _ := serverStats(t, srv[0])
+	opened := after - before - 2 // less serverStats' own two
+	t.Logf("%d connections opened over a 2s stop", opened)
+	assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
+	assert.NoError(t, call(2*time.Second), "calls succeed again after the resume")
+}
+
 // Close leaves the application's client open, unless told to close it.
 func TestClose_LeavesTheClientOpen(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
