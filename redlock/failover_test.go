@@ -49,7 +49,6 @@ func TestIntegration_Failover_ToALaggingReplica(t *testing.T) {
 		{"another master long up, guard on", false, true, "another server"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // each case waits out windows on masters of its own
 			srv := masters(t, 3)
 			var r3 *redistest.Server
 			if tc.replica {
