@@ -471,3 +471,114 @@ func TestIntegration_Queue_RollBackAnnouncesTheHead(t *testing.T) {
 	require.True(t, ok, "the roll-back announced the key free")
 	assert.Equal(t, "w", string(msg.Data), "to the head of the line")
 }
+
+// A roll-back of the head's own attempt does not announce the head: the
+// head's Lock call knows its attempt failed. Woken by it, the head would try
+// at once, take the key again where it is free, fail where others hold it,
+// and roll back again, in a loop as fast as the masters answer. A roll-back
+// of a waiter's attempt that finds another head still announces that one.
+func TestIntegration_Queue_RollBackDoesNotWakeItsOwnWaiter(t *testing.T) {
+	srv := masters(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := client(t, srv)
+	m := c.nodes[0]
+	psc := subscribeTo(t, srv[0], "self")
+	heard := make(chan string, 8)
+	go func() {
+		for {
+			switch msg := psc.Receive().(type) {
+			case redis.Message:
+				heard <- string(msg.Data)
+			case error:
+				close(heard)
+				return
+			}
+		}
+	}()
+
+	late := request{key: "self", token: "late-try", ttl: time.Second, waiter: "late", ticket: 5, lease: 10 * time.Second}
+	g, err := m.acquire(ctx, late)
+	require.NoError(t, err)
+	require.True(t, g.OK, "the key is free and nobody queues")
+	early := request{key: "self", token: "early-try", ttl: time.Second, waiter: "early", ticket: 1, lease: 10 * time.Second}
+	g, err = m.acquire(ctx, early)
+	require.NoError(t, err)
+	require.False(t, g.OK)
+	require.Equal(t, "early", g.Head)
+	rb := late
+	rb.rollback = true
+	_, err = m.release(ctx, rb)
+	require.NoError(t, err)
+	select {
+	case h := <-heard:
+		assert.Equal(t, "early", h, "the roll-back announces the head, another waiter")
+	case <-time.After(2 * time.Second):
+		t.Fatal("the roll-back announced nothing to the head, another waiter")
+	}
+
+	// The head's own attempt takes the key and rolls back: the roll-back
+	// puts it back at the head, and does not wake it.
+	g, err = m.acquire(ctx, early)
+	require.NoError(t, err)
+	require.True(t, g.OK, "the head takes the free key")
+	rb = early
+	rb.rollback = true
+	_, err = m.release(ctx, rb)
+	require.NoError(t, err)
+	assert.Equal(t, 2, queued(t, srv[0], "self"), "both wait in line again")
+	select {
+	case h := <-heard:
+		t.Fatalf("the roll-back announced %q: its own waiter", h)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// A waiter whose attempts take the key on a master where it is free, while
+// another holds it on the others, tries again at the pace of its backoff and
+// the holder's TTL, not at once after each roll-back. With the roll-back
+// waking its own waiter, it tried again as fast as the masters answered:
+// hundreds of attempts in a second.
+func TestIntegration_Queue_FailedAttemptsDoNotSpin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T, c *Client) error
+		wait func(ctx context.Context, c *Client) error
+	}{
+		{"lock", func(t *testing.T, c *Client) error {
+			_, err := c.TryLock(context.Background(), "spin", 10*time.Second)
+			return err
+		}, func(ctx context.Context, c *Client) error {
+			_, err := c.Lock(ctx, "spin", time.Second)
+			return err
+		}},
+		{"semaphore of 1", func(t *testing.T, c *Client) error {
+			s, err := c.Semaphore("spin", 1, WithEveryMaster()) // both of its two masters
+			require.NoError(t, err)
+			_, err = s.TryAcquire(context.Background(), 10*time.Second)
+			return err
+		}, func(ctx context.Context, c *Client) error {
+			s, err := c.Semaphore("spin", 1)
+			if err != nil {
+				return err
+			}
+			_, err = s.Acquire(ctx, time.Second)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := masters(t, 3)
+			// The holder's client knows two of the three masters: the key
+			// stays free on the third.
+			require.NoError(t, tc.hold(t, client(t, srv[:2])))
+			rec := &recorder{}
+			c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(50*time.Millisecond)))
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			require.ErrorIs(t, tc.wait(ctx, c), ErrNotObtained)
+			attempts := len(rec.outcomes(KindAttempt))
+			t.Logf("%d attempts in 500ms, %d wake-ups", attempts, len(rec.outcomes(KindWake)))
+			assert.LessOrEqual(t, attempts, 15, "the waiter tried again at once after its roll-backs")
+		})
+	}
+}

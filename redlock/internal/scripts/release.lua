@@ -35,7 +35,11 @@
 -- the waiter behind, and the two could split the masters between them
 -- again and again. ARGV[11] '1' (a roll-back) announces only a head: the
 -- lock was never held, so nobody waits for its release, but waiters in
--- line may wait for the key the attempt took.
+-- line may wait for the key the attempt took. It never announces the
+-- waiter whose attempt it undoes: that waiter's Lock call already knows
+-- the attempt failed, and decides when to try again; woken, it would try at
+-- once, take the key here again while others hold it elsewhere, and roll
+-- back again, as fast as the masters answer.
 -- Returns 1 when the key was freed, 3 when it was freed but the
 -- announcement failed (waiters then rely on their backoff), 2 when a
 -- reentrant lock keeps other holds, 0 when this node does not hold the
@@ -60,7 +64,9 @@ end
 if channel ~= '' then
   local head = false -- nobody queues, on most keys: EXISTS is the cheaper test
   if redis.call('EXISTS', queue) == 1 then head = lib().queueHead(queue, leases) end
-  if head or ARGV[11] ~= '1' then
+  local rollback = ARGV[11] == '1'
+  if rollback and head == waiter then head = false end
+  if head or not rollback then
     local publish = 'PUBLISH'
     if sharded == '1' then publish = 'SPUBLISH' end
     local ok = redis.pcall(publish, channel, head or '')
