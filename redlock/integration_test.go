@@ -720,9 +720,15 @@ func TestIntegration_FenceFloorKeptAsASortedSet_IsReplacedFromTheClock(t *testin
 	c := client(t, srv)
 	ctx := context.Background()
 	const key = "upgraded"
-	l, err := c.TryLock(ctx, "{"+key+"}warm", time.Second) // the masters' stamps, and a floor in key's slot
+	// The masters' stamps, and a floor in key's slot, from a client closed
+	// before the floors are replaced: TryLock returns at a quorum, and an
+	// acquire still on its way to the last master would set the floor there
+	// again after the DEL below.
+	warm := client(t, srv)
+	l, err := warm.TryLock(ctx, "{"+key+"}warm", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
+	require.NoError(t, warm.Close()) // every master's acquire and release has run
 	var old int64
 	for _, s := range srv {
 		do(t, s, "DEL", suiteNames().Floor(key))
