@@ -7,19 +7,19 @@ GO      ?= go
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
 MODULES := chaos bench fencing/sqltest otel $(DRIVERS)
 
-.PHONY: test setup lint lint-idle model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
+.PHONY: test setup lint model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
 
 # setup first, even under -j: the rest needs what it installs. The unit
-# run mostly waits on its masters; lint and the model, both CPU-bound, run
-# beside it at the lowest priority (nice 19), on the CPU it leaves, so that
-# its tests get the CPU first. Each target's output is shown whole once it
-# ends.
+# run mostly waits on its masters; the model, CPU-bound, runs beside it at
+# the lowest priority (nice 19), on the CPU it leaves, so that its tests get
+# the CPU first. Each target's output is shown whole once it ends.
 test: setup
-	@$(MAKE) --no-print-directory --output-sync=target -j3 unit lint-idle model-idle
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory --output-sync=target -j2 unit model-idle
 	@$(MAKE) --no-print-directory modules chaos
 
-lint-idle model-idle: %-idle:
-	@nice -n 19 $(MAKE) --no-print-directory $*
+model-idle:
+	@nice -n 19 $(MAKE) --no-print-directory model
 
 # What the tests need (see the script): as root, it installs the missing
 # Debian packages; as another user with one missing, it stops at once and
