@@ -512,6 +512,19 @@ func TestIntegration_Queue_FailedAttemptsDoNotSpin(t *testing.T) {
 			_, err := c.Lock(ctx, "spin", time.Second)
 			return err
 		}},
+		{"semaphore of 1", func(t *testing.T, c *Client) error {
+			s, err := c.Semaphore("spin", 1, WithEveryMaster()) // both of its two masters
+			require.NoError(t, err)
+			_, err = s.TryAcquire(context.Background(), 10*time.Second)
+			return err
+		}, func(ctx context.Context, c *Client) error {
+			s, err := c.Semaphore("spin", 1)
+			if err != nil {
+				return err
+			}
+			_, err = s.Acquire(ctx, time.Second)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := masters(t, 3)

@@ -10,7 +10,7 @@
 -- floor to first, ARGV[6] '' or, on a roll-back, the waiter whose attempt
 -- it undoes, ARGV[7] its ticket, ARGV[8] its lease in ms (it goes back in
 -- line, as release.lua puts it), ARGV[9] '1' on a roll-back: announce only
--- a head.
+-- a head, and never that waiter (see release.lua).
 -- Returns 1 when the permit was given back, 3 when given back but the
 -- announcement failed, 0 when the token held no permit here.
 --
@@ -38,12 +38,14 @@ end
 if channel ~= '' then
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if head then head = L.queueHead(queue, leases) end
-  if (head or rollback ~= '1') and not L.announce(channel, sharded, head or '') then return 3 end
+  local undone = nil -- the waiter whose attempt a roll-back undoes: not woken (see release.lua)
+  if rollback == '1' and waiter ~= '' then undone = waiter end
+  if (head or rollback ~= '1') and head ~= undone and not L.announce(channel, sharded, head or '') then return 3 end
   if head and k >= 2 then
     redis.call('ZREMRANGEBYSCORE', sem, '-inf', now) -- ended permits free theirs, as permit.lua counts
     local free = k - redis.call('ZCARD', sem)
     local next = free >= 2 and redis.call('ZRANGE', queue, free - 1, free - 1)[1]
-    if next and next ~= head and not L.announce(channel, sharded, next) then return 3 end
+    if next and next ~= head and next ~= undone and not L.announce(channel, sharded, next) then return 3 end
   end
 end
 return 1
