@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -55,7 +54,8 @@ func (c *Client) TryLockAll(ctx context.Context, keys []string, ttl time.Duratio
 //
 // It waits between attempts the client's backoff (WithRetry), or until the
 // holder's TTL runs out where that comes first; after a split vote it
-// tries again at once, spread by a little jitter. It does not wait in the
+// tries again soon, spread by jitter over a window that doubles with each
+// split in a row, up to that wait. It does not wait in the
 // keys' lines (see Lock): a Lock waiting for one of the keys goes first.
 // When ctx ends first, the error satisfies both errors.Is(err,
 // ErrNotObtained) and errors.Is(err, ctx.Err()).
@@ -70,6 +70,7 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 	ctx, obs := c.begin(ctx, lo.call, key)
 	defer obs.end(&err)
 	start := c.o.clock.Now()
+	splits := 0 // split votes in a row
 	for n := 1; ; n++ {
 		a := c.attempt(ctx, key, ttl, lo, nil, nil)
 		c.observeAttempt(ctx, key, obs.next(), a)
@@ -88,7 +89,10 @@ func (c *Client) LockAll(ctx context.Context, keys []string, ttl time.Duration, 
 			delay = a.freeIn
 		}
 		if a.split {
-			delay = rand.N(c.nodeTimeout(ttl)/10 + time.Millisecond)
+			splits++
+			delay = splitDelay(c.nodeTimeout(ttl)/10+time.Millisecond, splits, delay)
+		} else {
+			splits = 0
 		}
 		if err := c.pause(ctx, delay); err != nil {
 			if errors.Is(err, ErrClosed) {

@@ -102,3 +102,25 @@ func checkBackoff(b Backoff) error {
 	}
 	return nil
 }
+
+// splitDelay returns the wait after the splits-th split vote in a row
+// (splits >= 1): a random time within first, so that contenders that split
+// the masters retry soon but apart, in a window that doubles with each
+// split in a row, up to limit, the wait that the split cut short. A split
+// that persists is not contenders that each took a few masters: a
+// semaphore's holders, each on its own quorum, refuse a waiter on fewer
+// masters than a quorum and leave it a free permit on the others, and so
+// does a holder whose masters lost its key. Retrying within first again
+// and again, the waiter would take and roll back those permits as fast as
+// the masters answer. Once the window reaches limit, the wait is limit
+// itself, and never less than the first split's.
+func splitDelay(first time.Duration, splits int, limit time.Duration) time.Duration {
+	window := first
+	for i := 1; i < splits && window < limit; i++ {
+		window *= 2
+	}
+	if window >= limit && splits > 1 {
+		return max(limit, rand.N(first))
+	}
+	return rand.N(window)
+}

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -151,6 +150,7 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		w.pokeIfInTurn()
 	}
 	gap := attempted && a.far
+	splits := 0 // split votes in a row
 	for n := 1; ; n++ {
 		delay, ok := c.o.retry.Delay(n)
 		if !ok {
@@ -183,8 +183,11 @@ func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts .
 		}
 		if a.split {
 			// Several waiters each won a minority: none holds the lock, and the
-			// rollbacks are done. Retry at once, spread by a little jitter.
-			delay = rand.N(c.nodeTimeout(ttl)/10 + time.Millisecond)
+			// rollbacks are done. Retry soon, spread by jitter.
+			splits++
+			delay = splitDelay(c.nodeTimeout(ttl)/10+time.Millisecond, splits, delay)
+		} else {
+			splits = 0
 		}
 		c.o.logger.Debug("redlock: lock not obtained; waiting to retry",
 			"key", key, "retry", n, "wait", delay, "err", a.err)
