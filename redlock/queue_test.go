@@ -494,51 +494,105 @@ func TestIntegration_Queue_RollBackAnnouncesTheHead(t *testing.T) {
 	}
 }
 
-// A waiter whose attempts take the key on a master where it is free, while
-// another holds it on the others, tries again at the pace of its backoff and
-// the holder's TTL, not at once after each roll-back. With the roll-back
-// waking its own waiter, it tried again as fast as the masters answered:
-// hundreds of attempts in a second.
+// A waiter whose attempts take the key on masters where it is free, while
+// others hold it on the rest, tries again at the pace of its backoff and
+// the holder's TTL, not as fast as the masters answer. Three ways it did:
+//   - a roll-back woke its own waiter (the lock, and the semaphore of 1);
+//   - a semaphore's roll-back woke another waiter that had been let in
+//     already, which then took a permit, rolled back, and woke the first
+//     (three waiters of a semaphore of 3, whose three holders each hold
+//     the same 4 masters of 5);
+//   - a split vote that persists, as when the holder's key is gone from
+//     some masters and one master is down: the waiter took it for
+//     contenders splitting the masters, and retried within a few
+//     milliseconds each time.
 func TestIntegration_Queue_FailedAttemptsDoNotSpin(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		hold func(t *testing.T, c *Client) error
-		wait func(ctx context.Context, c *Client) error
-	}{
-		{"lock", func(t *testing.T, c *Client) error {
-			_, err := c.TryLock(context.Background(), "spin", 10*time.Second)
-			return err
-		}, func(ctx context.Context, c *Client) error {
-			_, err := c.Lock(ctx, "spin", time.Second)
-			return err
-		}},
-		{"semaphore of 1", func(t *testing.T, c *Client) error {
-			s, err := c.Semaphore("spin", 1, WithEveryMaster()) // both of its two masters
-			require.NoError(t, err)
-			_, err = s.TryAcquire(context.Background(), 10*time.Second)
-			return err
-		}, func(ctx context.Context, c *Client) error {
-			s, err := c.Semaphore("spin", 1)
+	type call func(ctx context.Context, c *Client) error
+	lock := func(ctx context.Context, c *Client) error {
+		_, err := c.Lock(ctx, "spin", time.Second)
+		return err
+	}
+	lockAll := func(ctx context.Context, c *Client) error {
+		_, err := c.LockAll(ctx, []string{"spin", "other"}, time.Second)
+		return err
+	}
+	acquire := func(k int, opts ...SemaphoreOption) call {
+		return func(ctx context.Context, c *Client) error {
+			s, err := c.Semaphore("spin", k, opts...)
 			if err != nil {
 				return err
 			}
 			_, err = s.Acquire(ctx, time.Second)
 			return err
-		}},
+		}
+	}
+	tryAcquire := func(k int, opts ...SemaphoreOption) call {
+		return func(ctx context.Context, c *Client) error {
+			s, err := c.Semaphore("spin", k, opts...)
+			if err != nil {
+				return err
+			}
+			_, err = s.TryAcquire(ctx, 10*time.Second)
+			return err
+		}
+	}
+	tryLock := func(ctx context.Context, c *Client) error {
+		_, err := c.TryLock(ctx, "spin", 10*time.Second)
+		return err
+	}
+	for _, tc := range []struct {
+		name    string
+		masters int
+		holds   []call   // each on its own client
+		on      [][2]int // the masters each holder's client knows, srv[from:to]
+		setup   func(t *testing.T, srv []*redistest.Server)
+		wait    call
+		waiters int // each on its own client
+	}{
+		{"lock", 3, []call{tryLock}, [][2]int{{0, 2}}, nil, lock, 1},
+		{"semaphore of 1", 3, []call{tryAcquire(1, WithEveryMaster())}, [][2]int{{0, 2}}, nil, acquire(1), 1},
+		{"lock, two waiters", 3, []call{tryLock}, [][2]int{{0, 2}}, nil, lock, 2},
+		{"semaphore of 3, three waiters", 5, []call{tryAcquire(3, WithEveryMaster()), tryAcquire(3, WithEveryMaster()), tryAcquire(3, WithEveryMaster())}, [][2]int{{0, 4}, {0, 4}, {0, 4}}, nil, acquire(3), 3},
+		{"lock, key lost and a master down", 5, []call{tryLock}, [][2]int{{0, 5}}, lostAndDown, lock, 1},
+		{"set, key lost and a master down", 5, []call{tryLock}, [][2]int{{0, 5}}, lostAndDown, lockAll, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := masters(t, 3)
-			// The holder's client knows two of the three masters: the key
-			// stays free on the third.
-			require.NoError(t, tc.hold(t, client(t, srv[:2])))
-			rec := &recorder{}
-			c := client(t, srv, WithObserver(rec), WithRetry(ConstantBackoff(50*time.Millisecond)))
+			srv := masters(t, tc.masters)
+			for i, hold := range tc.holds {
+				require.NoError(t, hold(context.Background(), client(t, srv[tc.on[i][0]:tc.on[i][1]])))
+			}
+			if tc.setup != nil {
+				tc.setup(t, srv)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
-			require.ErrorIs(t, tc.wait(ctx, c), ErrNotObtained)
-			attempts := len(rec.outcomes(KindAttempt))
-			t.Logf("%d attempts in 500ms, %d wake-ups", attempts, len(rec.outcomes(KindWake)))
-			assert.LessOrEqual(t, attempts, 15, "the waiter tried again at once after its roll-backs")
+			recs := make([]*recorder, tc.waiters)
+			errs := make(chan error, tc.waiters)
+			for i := range recs {
+				recs[i] = &recorder{}
+				c := client(t, srv, WithObserver(recs[i]), WithRetry(ConstantBackoff(50*time.Millisecond)))
+				go func() { errs <- tc.wait(ctx, c) }()
+			}
+			for range recs {
+				require.ErrorIs(t, <-errs, ErrNotObtained)
+			}
+			for i, rec := range recs {
+				attempts := len(rec.outcomes(KindAttempt))
+				t.Logf("waiter %d: %d attempts in 500ms, %d wake-ups", i, attempts, len(rec.outcomes(KindWake)))
+				assert.LessOrEqual(t, attempts, 20, "waiter %d tried again too soon", i)
+			}
 		})
 	}
+}
+
+// lostAndDown leaves the key of a holder on all five masters on the first
+// two alone, as after restarts that lost it, and stops the third master: a
+// waiter takes the last two and is refused on the first two, fewer than a
+// quorum each way.
+func lostAndDown(t *testing.T, srv []*redistest.Server) {
+	for _, m := range srv[2:] {
+		_, err := m.Do("FLUSHALL")
+		require.NoError(t, err)
+	}
+	require.NoError(t, srv[2].Stop())
 }

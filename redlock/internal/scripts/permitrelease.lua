@@ -40,6 +40,22 @@ if channel ~= '' then
   if head then head = L.queueHead(queue, leases) end
   local undone = nil -- the waiter whose attempt a roll-back undoes: not woken (see release.lua)
   if rollback == '1' and waiter ~= '' then undone = waiter end
+  if rollback == '1' and k >= 1 then
+    -- A semaphore's roll-back frees one permit and lets in one waiter at
+    -- most: with F permits now free, the one at rank F-1, where it stands
+    -- ahead of the waiter put back in line (one behind it was let in
+    -- before, its rank and F both one up). It alone is woken. Any other
+    -- waiter would find what it found before: let in here and refused
+    -- elsewhere, it would roll back in turn and wake this one, and two
+    -- waiters would wake each other as fast as the masters answer.
+    if not head then return 1 end
+    redis.call('ZREMRANGEBYSCORE', sem, '-inf', now) -- ended permits free theirs, as permit.lua counts
+    local free = k - redis.call('ZCARD', sem)
+    local next = free >= 1 and redis.call('ZRANGE', queue, free - 1, free - 1)[1]
+    local behind = undone and redis.call('ZRANK', queue, undone)
+    if next and next ~= undone and not (behind and behind < free - 1) and not L.announce(channel, sharded, next) then return 3 end
+    return 1
+  end
   if (head or rollback ~= '1') and head ~= undone and not L.announce(channel, sharded, head or '') then return 3 end
   if head and k >= 2 then
     redis.call('ZREMRANGEBYSCORE', sem, '-inf', now) -- ended permits free theirs, as permit.lua counts
