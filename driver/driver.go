@@ -41,10 +41,16 @@ type Master interface {
 	// have a deadline; Start may let a call run to its reply or that
 	// deadline after ctx is cancelled.
 	//
-	// When call.Check returns a check that is due (see Check.Due), the
-	// driver sends its questions ahead of the script on the connection that
-	// carries it, in the same round trip, to the same server, and returns
-	// their answers.
+	// When call.Check returns a check that is due on the connection that
+	// carries the call (see Check.Due), the driver sends its questions ahead
+	// of the script on that connection, in the same round trip, to the same
+	// server, and returns their answers. A connection is fresh until a call
+	// that carried the questions because it was fresh has returned their
+	// answers, done.Returned included: the lock judges that call's vote, and
+	// every later one on the connection, by what the answers told it, so it
+	// must have taken them before a call goes without questions. A call whose
+	// check asks always leaves the connection as it was: its questions need
+	// not be the restart guard's.
 	//
 	// Replies are given in the neutral form: an integer reply as int64, a
 	// bulk or status string as string, an array as []any of these, a nil
@@ -141,18 +147,17 @@ type Call struct {
 }
 
 // Check is the restart guard's part of a call: a few plain commands sent
-// ahead of the script on the same connection, when the connection may lead
-// to another server process than the last answers came from.
+// ahead of the script on the same connection, when the connection is new
+// to the guard: it may lead to another server process than the last
+// answers came from.
 type Check struct {
 	// Questions are the commands, each as its name and arguments.
 	Questions [][]string
 	// Ask, when Questions is nil, returns them: questions that cost
 	// something to build are built only when they are due. See Commands.
 	Ask func() [][]string
-	// Seen is the driver's dial count for the server (Reply.Dials) when
-	// the last answers were taken.
-	Seen uint64
-	// Always asks regardless of new connections.
+	// Always asks on any connection, fresh or not; its answers leave the
+	// connection as fresh as it was (see Master.Start).
 	Always bool
 	// Hint is the last argument of a script that takes one, when the
 	// questions are not sent. When they are, that argument is "": the
@@ -170,11 +175,11 @@ func (c *Check) Commands() [][]string {
 	return c.Questions
 }
 
-// Due reports whether the questions go with a call whose connection was
-// handed out when the driver had opened dials connections. A driver reads
-// dials after it has the connection, so that one it has just opened counts.
-func (c *Check) Due(dials uint64) bool {
-	return c != nil && (c.Always || dials != c.Seen)
+// Due reports whether the questions go with a call on a connection that
+// is fresh, or not: a connection is fresh until the answers of a call that
+// carried the questions on it have been returned (see Master.Start).
+func (c *Check) Due(fresh bool) bool {
+	return c != nil && (c.Always || fresh)
 }
 
 // Argv returns the script's arguments as sent: Args and, for a script that
@@ -209,9 +214,6 @@ type Reply struct {
 	Answers []any
 	// Server is the server the call went to, as given to Call.Check.
 	Server string
-	// Dials is the driver's count of connections opened to that server, as
-	// read once the call had its connection.
-	Dials uint64
 	// Lost reports that a connection was found dead and replaced.
 	Lost bool
 }

@@ -18,8 +18,10 @@ import (
 
 // answered hands what a call learned of the master to its servers, and
 // returns the call's reply.
-func (m *master) answered(call driver.Call, rep driver.Reply, err error) (any, error) {
-	return rep.Value, m.servers.answered(call.Keys[0], rep, err, m.drv.Sharded())
+// started is the node's read count when the call went out (see
+// servers.reads).
+func (m *master) answered(call driver.Call, rep driver.Reply, err error, started uint64) (any, error) {
+	return rep.Value, m.servers.answered(call.Keys[0], rep, err, m.drv.Sharded(), started)
 }
 
 func (m *master) health(key string) health { return m.servers.healthOf(m.names.Lock(key)) }
@@ -40,6 +42,10 @@ type servers struct {
 	window func() time.Duration // the guard window; nil for no guard, in tests of other parts
 	own    *server              // the plain master's ("" or the node's name)
 	by     sync.Map             // another server's name → *server; read on every call, written once per server
+	// reads counts the health reads recorded of the node's servers; a call
+	// reads it as it goes out, so that a read can tell whether its call went
+	// out after another read was recorded (see server.observe).
+	reads atomic.Uint64
 
 	mu sync.Mutex
 	// at maps a cluster's slot to the server that last answered for it, so
@@ -54,7 +60,7 @@ func newServers(node string, o *options, window func() time.Duration) *servers {
 }
 
 func (ss *servers) newServer(addr string, log *slog.Logger) *server {
-	s := &server{addr: addr, o: ss.o, window: ss.window, cond: condition{log: log, addr: addr, obs: ss.o.observer}}
+	s := &server{addr: addr, o: ss.o, window: ss.window, reads: &ss.reads, cond: condition{log: log, addr: addr, obs: ss.o.observer}}
 	s.answeredAt.Store(ss.o.clock.Now().UnixNano()) // being made counts as an answer
 	return s
 }
@@ -79,7 +85,7 @@ func (ss *servers) of(name string) *server {
 // answered takes what one call to the node learned, and returns err as the
 // lock judges it: on a Redis Cluster node, a redirection is the cluster
 // changing. key is the call's first key, the lock key with its namespace.
-func (ss *servers) answered(key string, rep driver.Reply, err error, sharded bool) error {
+func (ss *servers) answered(key string, rep driver.Reply, err error, sharded bool, started uint64) error {
 	if ss.guarded() && rep.Server != "" {
 		ss.mu.Lock()
 		ss.at[slot.Of(key)] = rep.Server
@@ -88,7 +94,7 @@ func (ss *servers) answered(key string, rep driver.Reply, err error, sharded boo
 	if sharded {
 		err = asClusterChange(err)
 	}
-	ss.of(rep.Server).answered(rep, err)
+	ss.of(rep.Server).answered(rep, err, started)
 	return err
 }
 
@@ -118,9 +124,8 @@ func (ss *servers) healthOf(key string) health {
 // The guard watches the master's restarts, a failover to another server or
 // to a promoted replica, its role, whether it may evict keys, and whether
 // its state can be read at all. What it reads shows on a new connection, so
-// the master is asked again whenever its pool has dialled since the last
-// answer; the questions ride in the same round trip as the script (see
-// master.check).
+// the questions go on each connection until it has answered them; they ride
+// in the same round trip as the script (see master.check).
 //
 // The silence tells a master that answers nothing at all (paused, or cut
 // off with its connection open) from one that is slow or busy. It is silent
@@ -134,17 +139,20 @@ type server struct {
 	o      *options             // the client's: clock, logger, observer, what the guard trusts
 	window func() time.Duration // the guard window; nil for no guard
 	cond   condition            // how its last call went
+	reads  *atomic.Uint64       // the node's (servers.reads)
 
 	mu      sync.Mutex // serialises observe
 	state   atomic.Pointer[health]
-	seen    atomic.Uint64 // the pool's dial count at the last answer
-	recheck atomic.Bool   // ask again on the next call
+	recheck atomic.Bool // ask again on the next call
 	plain   atomic.Pointer[plainCheck]
 	dropped bool       // a connection was lost since the last health read; under mu
 	notes   guardNotes // what the guard has logged; under mu
 	// lastKnown is the last health read that could be read, for comparing
 	// run_id and replication ID across unreadable answers; under mu.
 	lastKnown *health
+	// changed is the node's read count (servers.reads) once the last read
+	// that saw a new run_id was recorded; under mu. See observe.
+	changed uint64
 
 	unanswered atomic.Bool  // the last call sent got no reply
 	answeredAt atomic.Int64 // when a call last got an answer (UnixNano on the client's clock)
@@ -160,7 +168,7 @@ type guardNotes struct {
 // a lost connection (the master may have restarted), a READONLY reply (it
 // may have become a replica, or a replica may have been promoted), and how
 // the call went.
-func (s *server) answered(rep driver.Reply, err error) {
+func (s *server) answered(rep driver.Reply, err error, started uint64) {
 	if s.window != nil {
 		if rep.Lost {
 			s.recheck.Store(true)
@@ -169,7 +177,7 @@ func (s *server) answered(rep driver.Reply, err error) {
 			s.mu.Unlock()
 		}
 		if rep.Answers != nil {
-			s.observe(info.RepliesOf(rep.Answers), rep.Dials)
+			s.observe(info.RepliesOf(rep.Answers), started)
 		}
 		if code(err) == "READONLY" {
 			s.recheck.Store(true)
@@ -214,23 +222,34 @@ func (s *server) load() health {
 	return health{}
 }
 
-// observe records a health read made on a connection taken when the pool had
-// dialled dials times. An answer from before the last one recorded is
-// dropped: its connection is older, and may have reached the master before a
-// restart that the last answer saw (a client paused between reading a reply
-// and recording it).
-func (s *server) observe(rd info.Replies, dials uint64) {
+// observe records a health read, made by a call that went out when the
+// node had recorded started reads (servers.reads).
+//
+// A read can be recorded after a later one: its goroutine held up between
+// the reply and observe, it may come from a connection to the process that
+// answered before a restart that the later read saw. Nothing orders
+// connections across processes, so observe never lets such a read make a
+// master vote sooner than the reads before it did. Another run_id than the
+// last read's starts the restart quarantine, however long up, and its read
+// is not durable whatever appendfsync it reports; the master is asked again
+// at once, and a read of the same run_id by a call that went out after the
+// change was recorded confirms it: from then on its appendfsync counts. A
+// late read can thus only keep a master out for longer: never can a
+// predecessor's appendfsync let a restarted master vote. A first read is
+// taken as it is: a call on a connection that has not answered carries
+// its own read, taken before its vote is judged, so no vote is judged by a
+// read of a process that answered before the one it went to.
+func (s *server) observe(rd info.Replies, started uint64) {
 	var change guardChange
 	defer change.report() // after the mutex is released
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if dials < s.seen.Load() {
-		return
-	}
 	now := s.o.clock.Now()
 	prev := s.lastKnown
 	f := info.Parse(rd)
 	h := health{seenAt: now, durable: f.Durable}
+	reads := s.reads.Add(1)
+	changed := false // a run_id other than the last read's
 	if f.Unreadable == "" {
 		h.known, h.runID, h.replID, h.id = true, f.RunID, f.ReplID, f.Identity()
 		h.startedAt = now.Add(-info.Youngest(f.Uptime))
@@ -249,6 +268,12 @@ func (s *server) observe(rd info.Replies, dials uint64) {
 			// restarted now, whatever its uptime.
 			h.bootAt = now
 		}
+		if prev != nil && prev.runID != f.RunID {
+			changed = true
+			h.durable = false
+		} else if started < s.changed {
+			h.durable = prev.durable
+		}
 		if f.Promoted() {
 			h.promotedAt = now
 			if prev != nil && !prev.promotedAt.IsZero() && prev.identity() == h.identity() {
@@ -262,8 +287,13 @@ func (s *server) observe(rd info.Replies, dials uint64) {
 	kind, veto := s.judge(f)
 	h.veto = veto
 	s.state.Store(&h)
-	s.seen.Store(dials)
-	s.recheck.Store(false)
+	if changed {
+		s.changed = reads
+	}
+	// After another run_id, ask again at once: the read that confirms it
+	// lets a durable master vote (see above), and puts right the identity
+	// the acquire script is given.
+	s.recheck.Store(changed)
 	s.noteChange(&change, prev, &h, f, kind)
 	s.logChange(prev, &h, f, kind)
 	if h.known {
@@ -478,21 +508,19 @@ func (m *master) check(server, key string) *driver.Check {
 	}
 	s := m.servers.of(server)
 	h := s.state.Load()
-	seen := s.seen.Load()
 	always := s.recheck.Load() || h == nil || (h.veto != "" && s.o.clock.Since(h.seenAt) >= recheckVetoed)
 	// A plain master has one fence stamp, so its check is the same for
 	// every key: the one built last serves while what it was built from
 	// holds.
 	keep := !always && !m.names.PerSlot
 	if keep {
-		if pc := s.plain.Load(); pc != nil && pc.state == h && pc.check.Seen == seen {
+		if pc := s.plain.Load(); pc != nil && pc.state == h {
 			return pc.check
 		}
 	}
 	c := &driver.Check{
 		// Built only when due: most calls go on a connection already asked.
 		Ask:    func() [][]string { return info.Questions(m.names.Stamp(key)) },
-		Seen:   seen,
 		Always: always,
 	}
 	if h != nil {

@@ -162,7 +162,7 @@ func TestSilence(t *testing.T) {
 			s := newTestServer(clk, &logs{}, time.Minute)
 			clk.Advance(time.Second) // made long ago: that counts as an answer
 			for _, err := range tt.calls {
-				s.answered(driver.Reply{}, err)
+				s.answered(driver.Reply{}, err, 0)
 			}
 			clk.Advance(tt.after)
 			assert.Equal(t, tt.silent, s.silent(100*time.Millisecond))
@@ -197,8 +197,8 @@ func TestServers_GuardPerShard(t *testing.T) {
 	require.NotEqual(t, slot.Of(a), slot.Of(b))
 
 	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a standalone master before its first answer: asked on the call itself")
-	gs.answered(a, driver.Reply{Server: "10.0.0.1:7000"}, nil, true)
-	gs.answered(b, driver.Reply{Server: "10.0.0.2:7000"}, nil, true)
+	gs.answered(a, driver.Reply{Server: "10.0.0.1:7000"}, nil, true, 0)
+	gs.answered(b, driver.Reply{Server: "10.0.0.2:7000"}, nil, true, 0)
 	assert.NotEqual(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a shard never read does not vote")
 	gs.of("10.0.0.1:7000").observe(plainMaster("r1", 3600).reading(), 1)
 	gs.of("10.0.0.2:7000").observe(plainMaster("r2", 3600).reading(), 1)
@@ -211,7 +211,7 @@ func TestServers_GuardPerShard(t *testing.T) {
 	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
 
 	// Key b's slot fails over to a server not read yet: no vote until read.
-	gs.answered(b, driver.Reply{Server: "10.0.0.3:7000"}, nil, true)
+	gs.answered(b, driver.Reply{Server: "10.0.0.3:7000"}, nil, true, 0)
 	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
 	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
 }
@@ -303,25 +303,40 @@ func uptime(t *testing.T, s *redistest.Server) int {
 	return up
 }
 
-// An answer read from an older connection but recorded late (its goroutine
-// held up between the reply and observe) must not undo what a newer
-// connection saw: the master restarted in between.
-func TestGuard_AnOlderConnectionsLateAnswerIsDropped(t *testing.T) {
+// A health read recorded late (its goroutine held up between the reply and
+// observe) may come from the process that answered before a restart that a
+// later read saw. It never lets the master vote sooner: not by its uptime,
+// and not by the appendfsync of the process it came from.
+func TestGuard_ALateReadNeverLetsAMasterVoteSooner(t *testing.T) {
 	const window = 10 * time.Second
+	durable := []any{"appendonly", "yes", "appendfsync", "always"}
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	g := newTestServer(clk, &logs{}, window)
-	g.observe(plainMaster("old", 5000).reading(), 4)
-	require.True(t, g.load().trusted(clk.Now(), window))
+	old := plainMaster("old", 5000)
+	old.config = durable
+	g.observe(old.reading(), 0)
+	require.True(t, g.load().trusted(clk.Now(), window), "a first read is taken as it is")
+	require.True(t, g.load().durable)
 
-	g.observe(plainMaster("new", 0).reading(), 5) // restarted
-	g.observe(plainMaster("old", 5000).reading(), 4)
-	h := g.load()
-	assert.Equal(t, "new", h.runID)
-	assert.False(t, h.trusted(clk.Now(), window), "the restarted master is still in quarantine")
-
-	g.observe(plainMaster("new", 3).reading(), 6)
-	assert.Equal(t, uint64(6), g.seen.Load())
+	g.observe(plainMaster("new", 0).reading(), 1) // restarted, and no longer durable
+	assert.False(t, g.load().trusted(clk.Now(), window), "the restarted master is in quarantine")
+	for i, started := range []uint64{0, 0, 1} { // reads of old by calls that went out before
+		g.observe(old.reading(), started)
+		h := g.load()
+		assert.False(t, h.durable, "a late read's appendfsync counts for nothing")
+		assert.False(t, h.trusted(clk.Now(), window), "a late read ended the quarantine")
+		if i == 0 {
+			assert.True(t, g.recheck.Load(), "another run_id: asked again")
+		}
+	}
+	g.observe(plainMaster("new", 3).reading(), 5)
 	assert.False(t, g.load().trusted(clk.Now(), window))
+	assert.True(t, g.recheck.Load(), "another run_id: asked again")
+	g.observe(plainMaster("new", 3).reading(), 6)
+	assert.False(t, g.recheck.Load())
+	assert.False(t, g.load().trusted(clk.Now(), window))
+	clk.Advance(window)
+	assert.True(t, g.load().trusted(clk.Now(), window), "the quarantine ends")
 }
 
 // logs records what a client logs, for tests that count warnings.
@@ -452,7 +467,7 @@ func TestGuard_Unreadable_WarnsAgainAfterADrop(t *testing.T) {
 			g.observe(rd, 1)
 			g.observe(rd, 2)
 			assert.Len(t, l.warnings("m"), 1)
-			g.answered(driver.Reply{Lost: true}, nil)
+			g.answered(driver.Reply{Lost: true}, nil, 0)
 			g.observe(rd, 3)
 			assert.Len(t, l.warnings("m"), 2, "warned again after the connection was lost")
 			g.observe(rd, 4)
@@ -501,14 +516,19 @@ func TestGuard_Durable(t *testing.T) {
 	g := newTestServer(clk, &logs{}, window)
 	m := plainMaster("old", 5000)
 	m.config = durable
-	g.observe(m.reading(), 1)
+	g.observe(m.reading(), 0)
 	m = plainMaster("new", 0)
 	m.config = durable
-	g.observe(m.reading(), 2)
+	g.observe(m.reading(), 1)
+	assert.False(t, g.load().trusted(clk.Now(), window), "a new run_id is durable once a later read confirms it")
+	assert.True(t, g.recheck.Load(), "asked again at once")
+	g.observe(m.reading(), 1) // by a call that went out before the change was recorded
+	assert.False(t, g.load().trusted(clk.Now(), window), "not a confirmation")
+	g.observe(m.reading(), 2) // by a call that went out after
 	assert.True(t, g.load().trusted(clk.Now(), window))
 
 	m.replID, m.replID2, m.secondOff = "promoted", "r-new", "1234"
-	g.observe(m.reading(), 3)
+	g.observe(m.reading(), 4)
 	assert.False(t, g.load().trusted(clk.Now(), window))
 }
 
@@ -576,8 +596,8 @@ func TestGuard_Identity(t *testing.T) {
 	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, false), "nothing known yet")
 	g.observe(plainMaster("r", 50).reading(), 1)
 	check = m.check("", "k")
-	assert.False(t, check.Due(1), "known, and no new connection")
-	assert.True(t, check.Due(2), "a new connection")
+	assert.False(t, check.Due(false), "known, and a connection that answered")
+	assert.True(t, check.Due(true), "a fresh connection")
 	assert.Equal(t, []string{"k", "r r-r"}, acquire.Argv(check, false))
 	assert.Equal(t, []string{"k", ""}, acquire.Argv(check, true))
 	assert.Equal(t, []string{"k"}, acquire.Args, "the call's own arguments are left alone")
@@ -586,8 +606,7 @@ func TestGuard_Identity(t *testing.T) {
 }
 
 // A plain master's check is built once and shared by the calls that follow,
-// until the health it was built from, the dial count or a request to ask
-// again changes it; a cluster node's is built per call, its stamp per slot.
+// until the health it was built from or a request to ask again changes it; a cluster node's is built per call, its stamp per slot.
 func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	m := &master{servers: newTestServers("m", clk, &logs{}, time.Second)}
@@ -595,13 +614,12 @@ func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	assert.True(t, m.check("", "a").Always, "nothing known yet")
 	g.observe(plainMaster("r", 50).reading(), 1)
 	c1 := m.check("", "a")
-	assert.Same(t, c1, m.check("", "b"), "the same health and dial count: shared")
-	assert.EqualValues(t, 1, c1.Seen)
+	assert.Same(t, c1, m.check("", "b"), "the same health: shared")
 	g.observe(plainMaster("r", 50).reading(), 2)
 	c2 := m.check("", "a")
-	assert.NotSame(t, c1, c2, "a new dial count")
-	assert.EqualValues(t, 2, c2.Seen)
-	g.answered(driver.Reply{}, driver.Error("READONLY You can't write against a read only replica."))
+	assert.NotSame(t, c1, c2, "a new health read")
+	assert.Same(t, c2, m.check("", "b"))
+	g.answered(driver.Reply{}, driver.Error("READONLY You can't write against a read only replica."), 0)
 	assert.True(t, m.check("", "a").Always, "asked again")
 
 	sharded := &master{servers: m.servers, names: scripts.Names{PerSlot: true}}

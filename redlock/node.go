@@ -137,12 +137,15 @@ type pending struct {
 	call   driver.Call
 	to     taker
 	cancel context.CancelFunc // ends the real-clock deadline start gave the driver
+	// started is the node's read count when the call went out (see
+	// servers.reads).
+	started uint64
 }
 
 // Returned takes the driver's reply.
 func (p *pending) Returned(rep driver.Reply, err error) {
 	p.cancel()
-	p.to.take(p.m.answered(p.call, rep, err))
+	p.to.take(p.m.answered(p.call, rep, err, p.started))
 }
 
 // master runs the lock's scripts on one master through its driver.
@@ -312,9 +315,28 @@ func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
 	}
 	rctx, cancel := m.realDeadline(ctx)
 	defer cancel()
-	call = m.checked(call)
-	rep, err := driver.Eval(rctx, m.drv, call)
-	return m.answered(call, rep, err)
+	e := evaluated{m: m, call: m.checked(call), started: m.servers.reads.Load(), got: make(chan struct{})}
+	m.drv.Start(rctx, e.call, &e)
+	<-e.got
+	return e.v, e.err
+}
+
+// evaluated is eval's call: the master's reply is taken inside Returned, as
+// a started call's is (see pending), since the driver counts a connection
+// as checked once Returned has returned with the guard's answers (see
+// driver.Master.Start).
+type evaluated struct {
+	m       *master
+	call    driver.Call
+	started uint64 // as pending's
+	v       any
+	err     error
+	got     chan struct{}
+}
+
+func (e *evaluated) Returned(rep driver.Reply, err error) {
+	e.v, e.err = e.m.answered(e.call, rep, err, e.started)
+	close(e.got)
 }
 
 // start is eval without a goroutine of the lock's waiting: p's taker
@@ -325,7 +347,7 @@ func (m *master) start(ctx context.Context, call driver.Call, p *pending) {
 		return
 	}
 	rctx, cancel := m.realDeadline(ctx)
-	p.m, p.call, p.cancel = m, m.checked(call), cancel
+	p.m, p.call, p.cancel, p.started = m, m.checked(call), cancel, m.servers.reads.Load()
 	m.drv.Start(rctx, p.call, p)
 }
 

@@ -47,10 +47,6 @@ type target struct {
 	ready   *readiness
 	// ctxTimeouts: the client bounds reads and writes by the ctx's deadline.
 	ctxTimeouts bool
-	// dials counts the lanes whose connection has been seen open (their
-	// first batch came back): the count the guard reads (Reply.Dials).
-	// On a cluster it is the address's, kept across node clients.
-	dials *atomic.Uint64
 
 	mu      sync.Mutex
 	cur     *lane      // the lane taking calls, if any
@@ -75,9 +71,14 @@ type lane struct {
 	spare     []*request // the last batch's slice, for reuse
 	busy      bool       // run is sending batches, and holds an inflight count
 	running   bool       // run's goroutine is there, sending or waiting on wake
-	answered  uint64     // batches that came back
-	fresh     bool       // no batch has come back: the connection may not be open yet
+	batches   uint64     // batches that came back
+	opening   bool       // no batch has come back: the connection may not be open yet
 	accepting bool       // t.cur
+	// answered: a call that carried the guard's questions on the connection
+	// has returned their answers, its done.Returned included. Until then
+	// the connection is fresh, and every call on it that has a check is
+	// asked (driver.Check.Due).
+	answered bool
 }
 
 // request is one call in flight: its own deadline, and what its batch
@@ -93,7 +94,7 @@ type request struct {
 
 	taken atomic.Bool          // the reply or the deadline won: the other does nothing
 	lane  atomic.Pointer[lane] // where it was last placed
-	mark  uint64               // under its target's mu: the lane's answered when it was placed there
+	mark  uint64               // under its target's mu: the lane's batches when it was placed there
 
 	// Set by the batch that sends it.
 	check  *driver.Check
@@ -103,10 +104,10 @@ type request struct {
 	first  int     // its first command in the batch: its own questions, or its script
 }
 
-func newTarget(m *Master, client *redis.Client, server string, cluster bool, dials *atomic.Uint64) *target {
+func newTarget(m *Master, client *redis.Client, server string, cluster bool) *target {
 	opt := client.Options()
 	return &target{m: m, client: client, server: server, cluster: cluster,
-		ready: newReadiness(opt.Protocol), ctxTimeouts: opt.ContextTimeoutEnabled, dials: dials}
+		ready: newReadiness(opt.Protocol), ctxTimeouts: opt.ContextTimeoutEnabled}
 }
 
 // place queues r on a lane, and starts the lane's sender if it is idle.
@@ -131,7 +132,7 @@ func (t *target) place(r *request) {
 	}
 	l.queue = append(l.queue, r)
 	r.lane.Store(l)
-	r.mark = l.answered
+	r.mark = l.batches
 	if !l.busy {
 		l.busy = true
 		t.m.inflight.Add(1) // r's count is held: no race with Close's Wait
@@ -151,7 +152,7 @@ func (t *target) place(r *request) {
 func (t *target) pick() *lane {
 	if t.cur == nil && !t.opening {
 		conn := t.client.Conn()
-		t.cur = &lane{t: t, conn: conn, wake: make(chan struct{}, 1), pipe: conn.Pipeline(), fresh: true, accepting: true}
+		t.cur = &lane{t: t, conn: conn, wake: make(chan struct{}, 1), pipe: conn.Pipeline(), opening: true, accepting: true}
 		t.opening = true
 	}
 	return t.cur
@@ -177,7 +178,7 @@ func (t *target) remove(l *lane) []*request {
 // lane stays.
 func (t *target) stuck(l *lane, r *request) {
 	t.mu.Lock()
-	if !l.accepting || !l.busy || l.answered != r.mark {
+	if !l.accepting || !l.busy || l.batches != r.mark {
 		t.mu.Unlock()
 		return
 	}
@@ -287,7 +288,7 @@ func (l *lane) drain() bool {
 			var moved []*request
 			if closing {
 				moved = t.remove(l)
-				if l.fresh {
+				if l.opening {
 					// Dropped before its first batch went out (every call
 					// on it ended first): another lane may open.
 					t.opening = false
@@ -302,9 +303,9 @@ func (l *lane) drain() bool {
 			}
 			return !closing
 		}
-		fresh := l.fresh
+		opening, fresh := l.opening, !l.answered
 		t.mu.Unlock()
-		if !l.send(batch, fresh) {
+		if !l.send(batch, opening, fresh) {
 			return false
 		}
 		clear(batch)
@@ -341,25 +342,25 @@ func (t *target) batchCtx(batch []*request) (context.Context, context.CancelFunc
 // send runs one batch on l's connection: each call's questions when they
 // are due, then its script by digest; then, on the same connection, the
 // source of the scripts the server had not cached. It delivers each reply,
-// and reports whether the lane goes on.
-func (l *lane) send(batch []*request, fresh bool) bool {
+// and reports whether the lane goes on. opening: no batch has come back on
+// the lane yet; fresh: the lane's connection has not answered the
+// questions to the lock yet (see lane.answered).
+func (l *lane) send(batch []*request, opening, fresh bool) bool {
 	t := l.t
 	ctx, cancel := t.batchCtx(batch)
 	defer cancel()
-	if fresh {
+	if opening {
 		if err := t.ready.wait(ctx, t.client); err != nil {
-			t.lose(l, batch, serverError(err, t.cluster), fresh)
+			t.lose(l, batch, serverError(err, t.cluster), opening)
 			return false
 		}
 	}
-	// A connection not yet seen open may lead to any server process: every
-	// call on it is asked. Otherwise the count read now covers the lane's
-	// connection, which was open before it was read.
+	// On a fresh connection every call with a check is asked: it may lead
+	// to another server process than the last answers came from.
 	//
 	// Calls that ask the same questions share one set of answers, asked
 	// once at the head of the batch: on one connection and ahead of every
 	// script, they describe the server that runs them all.
-	dials := t.dials.Load()
 	var shared [][]string
 	var sharedCmds [][]any
 	sc := &l.scratch
@@ -369,7 +370,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		if r.call.Check != nil {
 			r.check = r.call.Check(t.server)
 		}
-		r.asked = r.check != nil && (fresh || r.check.Due(dials))
+		r.asked = r.check.Due(fresh)
 		if r.asked {
 			qs := r.check.Commands()
 			switch {
@@ -408,7 +409,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	sc.cmds = cmds
 	got, err := pipeline(ctx, l.pipe, cmds, sc.got)
 	if err != nil {
-		t.lose(l, live, serverError(err, t.cluster), fresh)
+		t.lose(l, live, serverError(err, t.cluster), opening)
 		return false
 	}
 	sc.got = got
@@ -459,14 +460,11 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	}
 
 	t.mu.Lock()
-	l.answered++
-	if fresh {
+	l.batches++
+	if opening {
 		t.opening = false
 		if !broken {
-			// The answers of a fresh lane's calls describe its connection:
-			// they go with the count that includes it.
-			l.fresh = false
-			dials = t.dials.Add(1)
+			l.opening = false
 		}
 	}
 	var moved []*request
@@ -479,7 +477,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		l.accepting = true
 		t.cur = l
 	}
-	if fresh || l.accepting {
+	if opening || l.accepting {
 		moved = append(moved, t.waiting...)
 		t.waiting = nil
 	}
@@ -489,6 +487,8 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 	}
 	t.replace(moved)
 
+	// answered: a call took the answers, its done.Returned has returned.
+	answered := false
 	for i, r := range live {
 		re := res[i]
 		if re.err == redis.Nil {
@@ -497,7 +497,7 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 		if re.err != nil && r.retry(re.err) {
 			continue
 		}
-		rep := driver.Reply{Server: t.server, Dials: dials, Lost: r.lost.Load()}
+		rep := driver.Reply{Server: t.server, Lost: r.lost.Load()}
 		if re.err != nil {
 			err := serverError(re.err, t.cluster)
 			if errors.Is(err, ErrRedirected) {
@@ -506,8 +506,22 @@ func (l *lane) send(batch []*request, fresh bool) bool {
 			r.finish(rep, err)
 			continue
 		}
+		// A check that asks always leaves the connection as it was: its
+		// questions need not be the guard's (see driver.Master.Start).
+		checks := r.asked && !r.check.Always
 		rep.Answers, rep.Value = re.answers, scriptValue(re.v)
-		r.finish(rep, nil)
+		if r.finish(rep, nil) && checks {
+			answered = true
+		}
+	}
+	if fresh && answered {
+		// The lock has taken the answers (done.Returned has returned): later
+		// calls on the connection may go without the questions. The lane's
+		// next batch is built after this, on this goroutine, so none went
+		// without them before.
+		t.mu.Lock()
+		l.answered = true
+		t.mu.Unlock()
 	}
 	return goOn
 }
@@ -538,11 +552,11 @@ func (sc *scratch) clear() {
 
 // lose ends l after its batch failed as a whole with err: its connection
 // is closed, the calls queued behind it go elsewhere, and the batch's
-// calls are retried or fail.
-func (t *target) lose(l *lane, batch []*request, err error, fresh bool) {
+// calls are retried or fail. opening: it was the lane's first batch.
+func (t *target) lose(l *lane, batch []*request, err error, opening bool) {
 	t.mu.Lock()
 	moved := t.remove(l)
-	if fresh {
+	if opening {
 		t.opening = false
 		moved = append(moved, t.waiting...)
 		t.waiting = nil
@@ -552,7 +566,7 @@ func (t *target) lose(l *lane, batch []*request, err error, fresh bool) {
 	t.replace(moved)
 	for _, r := range batch {
 		if !r.retry(err) {
-			r.finish(driver.Reply{Server: t.server, Dials: t.dials.Load(), Lost: r.lost.Load()}, err)
+			r.finish(driver.Reply{Server: t.server, Lost: r.lost.Load()}, err)
 		}
 	}
 }
@@ -593,15 +607,17 @@ func (r *request) expire() {
 	r.deliver(rep, context.DeadlineExceeded)
 }
 
-// finish hands r's outcome over, unless its ctx ended first.
-func (r *request) finish(rep driver.Reply, err error) {
+// finish hands r's outcome over, unless its ctx ended first, and reports
+// whether it did: its done.Returned has then returned.
+func (r *request) finish(rep driver.Reply, err error) bool {
 	if !r.taken.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	if r.timer != nil {
 		r.timer.Stop()
 	}
 	r.deliver(rep, err)
+	return true
 }
 
 func (r *request) deliver(rep driver.Reply, err error) {

@@ -3,7 +3,6 @@ package goredis
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,19 +15,17 @@ type cluster struct {
 	client *redis.ClusterClient
 
 	mu      sync.Mutex
-	targets map[string]*target        // node address → the target of its current node client
-	dials   map[string]*atomic.Uint64 // node address → its count, kept across node clients
+	targets map[string]*target // node address → the target of its current node client
 }
 
 func newCluster(m *Master, client *redis.ClusterClient) *cluster {
-	return &cluster{m: m, client: client, targets: map[string]*target{}, dials: map[string]*atomic.Uint64{}}
+	return &cluster{m: m, client: client, targets: map[string]*target{}}
 }
 
 // route returns the target of the master of the slot of keys[0], as the
 // client knows the cluster now. When the client has a new node client for
 // an address, the lanes of the old one are closed and new ones taken from
-// the new client; the address's count goes on, so that the guard asks on
-// the new connections.
+// the new client: connections fresh to the guard, which asks on them.
 func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 	if len(keys) == 0 {
 		return nil, invalid("a call to a cluster needs a key to route it by")
@@ -42,12 +39,7 @@ func (c *cluster) route(ctx context.Context, keys []string) (*target, error) {
 	t := c.targets[addr]
 	var old *target
 	if t == nil || t.client != node {
-		d := c.dials[addr]
-		if d == nil {
-			d = new(atomic.Uint64)
-			c.dials[addr] = d
-		}
-		old, t = t, newTarget(c.m, node, addr, true, d)
+		old, t = t, newTarget(c.m, node, addr, true)
 		c.targets[addr] = t
 	}
 	c.mu.Unlock()

@@ -58,13 +58,15 @@
 // The guard reads a master's health (run_id, uptime, role, persistence,
 // eviction policy) on each connection that may lead to another server
 // process than the last answers came from, ahead of the script, in the
-// same round trip. The adapter knows its connections: until a
-// connection's first batch has come back, the connection may not even be
-// open, and every call on it carries the questions; after that, the
-// adapter's count of connections seen open (Reply.Dials) tells the guard
-// whether it has read the server since. A connection is one server process
-// for its whole life, so answers read on any connection open at the time
-// describe the server behind all of them.
+// same round trip. A connection is one server process for its whole life:
+// the adapter asks on each of its connections until a call that carried
+// the questions on it has returned their answers to the lock, its
+// done.Returned included. Until then every call on it that has a check
+// carries the questions, those of one batch once for all; after that,
+// only calls whose check asks always. A call whose answers never reached
+// the lock (it failed, or its deadline came first) leaves the connection
+// fresh. A new connection, after one was dropped or for a cluster's new
+// node client, is fresh.
 //
 // # Deadlines
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,11 +29,11 @@ var clientModes = []struct {
 	{"client timeouts", redis.Options{}},
 }
 
-// A connection the adapter has not yet seen open may lead to a server the
-// guard has never read: every call on it is asked, ahead of the script,
-// whatever the guard's count says. A call on a connection seen open before
-// gets no questions and costs no round trip more.
-func TestEval_NewConnection_IsAskedAheadOfTheScript(t *testing.T) {
+// A connection is fresh until the lock has taken the answers of a call
+// asked on it: every call on it is asked, ahead of the script. A new one,
+// after the server dropped the last, is fresh again. A call on a connection
+// that answered gets no questions and costs no round trip more.
+func TestEval_FreshConnection_IsAskedAheadOfTheScript(t *testing.T) {
 	for _, mode := range clientModes {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := redistest.Start(t, 1, redistest.Ephemeral)
@@ -40,40 +41,146 @@ func TestEval_NewConnection_IsAskedAheadOfTheScript(t *testing.T) {
 			s := driver.NewScript("hinted", `return ARGV[#ARGV]`)
 			s.TakesHint = true
 			questions := [][]string{{"INFO", "server"}, {"CLIENT", "ID"}}
-			call := func(seen uint64) driver.Reply {
+			call := func() driver.Reply {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
 				rep, err := driver.Eval(ctx, m, driver.Call{Script: s, Keys: []string{"k"},
 					Check: func(string) *driver.Check {
-						return &driver.Check{Questions: questions, Seen: seen, Hint: "known"}
+						return &driver.Check{Questions: questions, Hint: "known"}
 					}})
 				require.NoError(t, err)
 				return rep
 			}
 
-			first := call(0)
+			first := call()
 			require.Len(t, first.Answers, 2, "the first connection was asked")
 			assert.Equal(t, "", first.Value, "the questions went ahead: no hint")
 
 			// The server drops the connection: the call that finds it dead
-			// goes again on a new one, which is asked though the count the
-			// guard passes says the questions are not due.
+			// goes again on a new one, which is asked.
 			_, err := srv[0].Do("CLIENT", "KILL", "TYPE", "normal")
 			require.NoError(t, err)
-			second := call(first.Dials)
+			second := call()
 			require.Len(t, second.Answers, 2, "the new connection was asked")
 			assert.Contains(t, second.Answers[0], "run_id:")
 			assert.True(t, second.Lost)
-			assert.Greater(t, second.Dials, first.Dials, "the count that includes the new connection")
+			assert.NotEqual(t, first.Answers[1], second.Answers[1], "another connection answered")
 			assert.Equal(t, "", second.Value)
 
-			// The connection is known now: the next call is not asked.
-			third := call(second.Dials)
-			assert.Equal(t, second.Dials, third.Dials, "no new connection")
-			assert.Nil(t, third.Answers, "a known connection is not asked")
+			// The connection has answered: the next call is not asked.
+			third := call()
+			assert.Nil(t, third.Answers, "a connection that answered is asked again")
 			assert.Equal(t, "known", third.Value)
 		})
+	}
+}
+
+// A call that carried the questions but whose answers never reached the
+// lock leaves its connection fresh: its script failed, or its deadline came
+// before its reply (which is still read, and the connection kept). The next
+// call on the connection is asked; the one after it is not.
+func TestEval_AnswersNotTaken_LeaveTheConnectionFresh(t *testing.T) {
+	one := driver.NewScript("one", `return 1`)
+	fails := driver.NewScript("fails", `return redis.error_reply('ERR failed')`)
+	check := func(string) *driver.Check {
+		return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}}
+	}
+	for _, mode := range clientModes {
+		srv := redistest.Start(t, 1, redistest.Ephemeral)
+		for _, tc := range []struct {
+			name string
+			miss func(t *testing.T, call func(*driver.Script, time.Duration) (driver.Reply, error))
+		}{
+			{"script fails", func(t *testing.T, call func(*driver.Script, time.Duration) (driver.Reply, error)) {
+				rep, err := call(fails, 2*time.Second)
+				require.Error(t, err)
+				require.Nil(t, rep.Answers)
+			}},
+			{"deadline first", func(t *testing.T, call func(*driver.Script, time.Duration) (driver.Reply, error)) {
+				require.NoError(t, srv[0].Pause())
+				_, err := call(one, 50*time.Millisecond)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				time.Sleep(100 * time.Millisecond)
+				require.NoError(t, srv[0].Resume())
+				time.Sleep(300 * time.Millisecond) // the late reply is read
+			}},
+		} {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				opt := mode.opt
+				opt.Addr = srv[0].Addr()
+				client := redis.NewClient(&opt)
+				t.Cleanup(func() { client.Close() })
+				m, err := goredis.New(client)
+				require.NoError(t, err)
+				t.Cleanup(func() { m.Close() })
+				call := func(s *driver.Script, c func(string) *driver.Check, d time.Duration) (driver.Reply, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					defer cancel()
+					return driver.Eval(ctx, m, driver.Call{Script: s, Keys: []string{"k"}, Check: c})
+				}
+				// The connection is open, and no call was asked on it.
+				_, err = call(one, nil, 2*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, uint32(1), client.PoolStats().TotalConns)
+
+				tc.miss(t, func(s *driver.Script, d time.Duration) (driver.Reply, error) { return call(s, check, d) })
+
+				rep, err := call(one, check, 2*time.Second)
+				require.NoError(t, err)
+				assert.Len(t, rep.Answers, 1, "asked again: the answers did not reach the lock")
+				rep, err = call(one, check, 2*time.Second)
+				require.NoError(t, err)
+				assert.Nil(t, rep.Answers, "the answers reached the lock: not asked again")
+				assert.Equal(t, uint32(1), client.PoolStats().TotalConns, "all on one connection: %+v", client.PoolStats())
+			})
+		}
+	}
+}
+
+// A call started from the done of a call asked on a fresh connection (as
+// the lock starts a release from its acquire's done) goes without the
+// questions only once that done has returned: the lock has taken the
+// answers.
+func TestEval_UnaskedOnlyOnceTheAnswersWereTaken(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	m := wrap(t, srv[0].Addr(), redis.Options{ContextTimeoutEnabled: true})
+	one := driver.NewScript("one", `return 1`)
+	check := func(string) *driver.Check { return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}} }
+	type outcome struct {
+		rep   driver.Reply
+		err   error
+		taken bool // the first call's done had returned when the second's check was read
+	}
+	for round := range 10 {
+		// A new connection each round: the first call finds the last one
+		// dead, and goes again on a fresh one.
+		_, err := srv[0].Do("CLIENT", "KILL", "TYPE", "normal")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var taken atomic.Bool
+		first := make(chan outcome, 1)
+		second := make(chan outcome, 1)
+		m.Start(ctx, driver.Call{Script: one, Keys: []string{"k"}, Check: check}, driver.DoneFunc(func(rep driver.Reply, err error) {
+			first <- outcome{rep: rep, err: err}
+			var at atomic.Bool
+			m.Start(ctx, driver.Call{Script: one, Keys: []string{"k"}, Check: func(server string) *driver.Check {
+				at.Store(taken.Load())
+				return check(server)
+			}}, driver.DoneFunc(func(rep driver.Reply, err error) {
+				second <- outcome{rep, err, at.Load()}
+			}))
+			time.Sleep(20 * time.Millisecond) // the lock takes its time with the answers
+			taken.Store(true)
+		}))
+		a, b := <-first, <-second
+		cancel()
+		require.NoError(t, a.err, "round %d", round)
+		require.NotNil(t, a.rep.Answers, "round %d: the first call on a fresh connection is asked", round)
+		require.NoError(t, b.err, "round %d", round)
+		if b.rep.Answers == nil {
+			assert.True(t, b.taken, "round %d: a call went unasked before the answers were taken", round)
+		}
 	}
 }
 
@@ -263,7 +370,7 @@ func TestEval_LateReply_KeepsTheConnection(t *testing.T) {
 				defer cancel()
 				return m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
 			}
-			first, err := call(2 * time.Second)
+			_, err = call(2 * time.Second)
 			require.NoError(t, err)
 			require.Equal(t, uint32(1), client.PoolStats().TotalConns)
 
@@ -275,7 +382,6 @@ func TestEval_LateReply_KeepsTheConnection(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // the late reply is read
 			next, err := call(2 * time.Second)
 			require.NoError(t, err)
-			assert.Equal(t, first.Dials, next.Dials, "no connection was opened")
 			assert.Equal(t, int64(1), next.Value)
 			assert.Equal(t, uint32(1), client.PoolStats().TotalConns, "%+v", client.PoolStats())
 		})

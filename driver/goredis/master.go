@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -85,7 +84,7 @@ func newMaster(client redis.UniversalClient, c config) (*Master, error) {
 			}
 			m.name = opt.Addr
 		}
-		m.single = newTarget(m, cl, "", false, new(atomic.Uint64))
+		m.single = newTarget(m, cl, "", false)
 	case *redis.ClusterClient:
 		if cl == nil {
 			return nil, errors.New("the client is nil")

@@ -107,8 +107,8 @@ func (c *Cluster) Addr() string { return c.name }
 func (c *Cluster) Sharded() bool { return true }
 
 // node returns the driver of the node at addr ("host:port"), made on first
-// use. Drivers are kept until Close, so a node's dial count (Reply.Dials)
-// lives as long as the Cluster.
+// use. Drivers are kept until Close, so a node's connections, each fresh
+// until it has answered the guard's questions, live as long as the Cluster.
 func (c *Cluster) node(addr string) (*Redis, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo/internal/pipeline"
 	"github.com/quorumlock/quorumlock/internal/slot"
 )
 
@@ -17,43 +18,62 @@ import (
 // names, with ASKING ahead of the script. call.Check is called with the
 // address of each server the script is sent to, and Reply.Server is the
 // address of the last. A connection error makes the next call read the slot
-// map first, so that a master's failover is followed.
+// map first, so that a master's failover is followed. The answers count
+// as taken when Eval returns (see pipeline.Answered).
 func (c *Cluster) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	rep, err, a := c.run(ctx, call)
+	a.Taken()
+	return rep, err
+}
+
+// returnRun runs call as Eval does and hands the outcome to done, then
+// marks the connection that answered the questions as checked.
+func (c *Cluster) returnRun(ctx context.Context, call driver.Call, done driver.Done) {
+	rep, err, a := c.run(ctx, call)
+	done.Returned(rep, err)
+	a.Taken()
+}
+
+// run is Eval, with the connection that answered the questions, for the
+// caller to mark once it has handed the reply on.
+func (c *Cluster) run(ctx context.Context, call driver.Call) (driver.Reply, error, pipeline.Answered) {
 	if len(call.Keys) == 0 {
-		return driver.Reply{}, errors.New("redigo: cluster: a script without keys has no hash slot to route by")
+		return driver.Reply{}, errors.New("redigo: cluster: a script without keys has no hash slot to route by"), pipeline.Answered{}
 	}
 	s := slot.Of(call.Keys[0])
 	for _, k := range call.Keys[1:] {
 		if slot.Of(k) != s {
 			return driver.Reply{}, driver.Error("CROSSSLOT Keys in request don't hash to the same slot (redigo: " +
-				fmt.Sprintf("%q and %q)", call.Keys[0], k))
+				fmt.Sprintf("%q and %q)", call.Keys[0], k)), pipeline.Answered{}
 		}
 	}
 	m, err := c.current(ctx)
 	if err != nil {
-		return driver.Reply{}, err
+		return driver.Reply{}, err, pipeline.Answered{}
 	}
 	addr, err := m.ownerOf(call.Keys[0])
 	if err != nil {
-		return driver.Reply{}, err
+		return driver.Reply{}, err, pipeline.Answered{}
 	}
-	rep, err := c.evalAt(ctx, addr, call, false)
-	return c.redirected(ctx, m, call, rep, err)
+	rep, err, a := c.evalAt(ctx, addr, call, false)
+	return c.redirected(ctx, m, call, rep, err, a)
 }
 
 // redirected finishes a call whose try on the slot's master, as map m
-// names it, gave rep and err: it follows a MOVED or an ASK once, and marks
-// the map stale after a connection error.
-func (c *Cluster) redirected(ctx context.Context, m *slotMap, call driver.Call, rep driver.Reply, err error) (driver.Reply, error) {
+// names it, gave rep and err, its questions answered on a: it follows a
+// MOVED or an ASK once, and marks the map stale after a connection error.
+func (c *Cluster) redirected(ctx context.Context, m *slotMap, call driver.Call, rep driver.Reply, err error, a pipeline.Answered) (driver.Reply, error, pipeline.Answered) {
 	var de driver.Error
 	if !errors.As(err, &de) {
 		c.failed(ctx, err)
-		return rep, err
+		return rep, err, a
 	}
 	code, target := redirect(de)
 	if target == "" {
-		return rep, err
+		return rep, err, a
 	}
+	// The redirected reply's answers are dropped: their connection stays
+	// fresh, and asks again on its next call.
 	asking := false
 	if code == "MOVED" {
 		// The slot has a new owner: learn the rest of the map too. The
@@ -62,11 +82,11 @@ func (c *Cluster) redirected(ctx context.Context, m *slotMap, call driver.Call, 
 	} else {
 		asking = true
 	}
-	rep, err = c.evalAt(ctx, target, call, asking)
+	rep, err, a = c.evalAt(ctx, target, call, asking)
 	if !errors.As(err, &de) {
 		c.failed(ctx, err)
 	}
-	return rep, err
+	return rep, err, a
 }
 
 // failed notes a call's error other than a master's reply: the master may
@@ -85,7 +105,7 @@ func (c *Cluster) failed(ctx context.Context, err error) {
 func (c *Cluster) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	m, addr, ok := c.routed(call)
 	if !ok {
-		go func() { done.Returned(c.Eval(ctx, call)) }()
+		go c.returnRun(ctx, call, done)
 		return
 	}
 	n, err := c.node(addr)
@@ -97,18 +117,42 @@ func (c *Cluster) Start(ctx context.Context, call driver.Call, done driver.Done)
 	if call.Check != nil {
 		at.Check = func(string) *driver.Check { return call.Check(addr) }
 	}
-	n.Start(ctx, at, driver.DoneFunc(func(rep driver.Reply, err error) {
-		rep.Server = addr
-		var de driver.Error
-		if errors.As(err, &de) {
-			if _, target := redirect(de); target != "" {
-				go func() { done.Returned(c.redirected(ctx, m, call, rep, err)) }()
-				return
-			}
+	n.Start(ctx, at, &routed{c: c, ctx: ctx, m: m, call: call, addr: addr, done: done})
+}
+
+// routed is a call started on the master of its slot: it hands the reply
+// on, or follows a redirection (MOVED, ASK: the script did not run) in a
+// goroutine, as Eval does.
+type routed struct {
+	c    *Cluster
+	ctx  context.Context
+	m    *slotMap
+	call driver.Call
+	addr string
+	done driver.Done
+}
+
+func (r *routed) Returned(rep driver.Reply, err error) { r.ReturnedOn(rep, err, pipeline.Answered{}) }
+
+// ReturnedOn hands the reply on, and a's connection counts as checked once
+// it has; a redirected call's answers are dropped with its reply, and
+// their connection stays fresh.
+func (r *routed) ReturnedOn(rep driver.Reply, err error, a pipeline.Answered) {
+	rep.Server = r.addr
+	var de driver.Error
+	if errors.As(err, &de) {
+		if _, target := redirect(de); target != "" {
+			go func() {
+				rep, err, a := r.c.redirected(r.ctx, r.m, r.call, rep, err, pipeline.Answered{})
+				r.done.Returned(rep, err)
+				a.Taken()
+			}()
+			return
 		}
-		c.failed(ctx, err)
-		done.Returned(rep, err)
-	}))
+	}
+	r.c.failed(r.ctx, err)
+	r.done.Returned(rep, err)
+	a.Taken()
 }
 
 // routed returns the slot map and the master of call's hash slot when the
@@ -140,21 +184,16 @@ func redirect(e driver.Error) (code, addr string) {
 
 // evalAt runs the call on the node at addr, with ASKING ahead of it if
 // asking.
-func (c *Cluster) evalAt(ctx context.Context, addr string, call driver.Call, asking bool) (driver.Reply, error) {
+func (c *Cluster) evalAt(ctx context.Context, addr string, call driver.Call, asking bool) (driver.Reply, error, pipeline.Answered) {
 	n, err := c.node(addr)
 	if err != nil {
-		return driver.Reply{Server: addr}, err
+		return driver.Reply{Server: addr}, err, pipeline.Answered{}
 	}
 	at := call
 	if call.Check != nil {
 		at.Check = func(string) *driver.Check { return call.Check(addr) }
 	}
-	var rep driver.Reply
-	if asking {
-		rep, err = n.pl.EvalAsking(ctx, at)
-	} else {
-		rep, err = n.Eval(ctx, at)
-	}
+	rep, err, a := n.pl.Run(ctx, at, asking)
 	rep.Server = addr
-	return rep, err
+	return rep, err, a
 }

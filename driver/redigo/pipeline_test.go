@@ -178,9 +178,6 @@ func TestPipeline_ConcurrentEvals_EachGetsItsOwnReplyOnOneConnection(t *testing.
 					if err == nil && n == 0 && rep.Answers != nil {
 						err = fmt.Errorf("call %s: answers without a check: %#v", id, rep.Answers)
 					}
-					if err == nil && rep.Dials != 1 {
-						err = fmt.Errorf("call %s: Dials %d, want 1", id, rep.Dials)
-					}
 					if err != nil {
 						errs <- err
 						return
@@ -218,8 +215,22 @@ func TestPipeline_PausedMaster_EachRequestEndsAtItsOwnDeadline(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
 		p := newPipelined(t, srv.Addr(), redigo.WithReadTimeout(longWait), redigo.WithWriteTimeout(longWait))
-		_, err := w.within(p, waitLimit, echoCall("warm"))
+		// Each call asks the server for its connection's ID, ahead of the
+		// script on the same connection: where each call went.
+		withID := func(id string) driver.Call {
+			c := echoCall(id)
+			c.Check = func(string) *driver.Check {
+				return &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}, Always: true}
+			}
+			return c
+		}
+		connOf := func(rep driver.Reply) any {
+			require.Len(t, rep.Answers, 1)
+			return rep.Answers[0]
+		}
+		warm, err := w.within(p, waitLimit, withID("warm"))
 		require.NoError(t, err)
+		first := connOf(warm)
 
 		require.NoError(t, srv.Pause())
 		defer srv.Resume()
@@ -233,7 +244,7 @@ func TestPipeline_PausedMaster_EachRequestEndsAtItsOwnDeadline(t *testing.T) {
 			out := make(chan outcome, 1)
 			go func() {
 				begin := time.Now()
-				rep, err := w.within(p, d, echoCall(id))
+				rep, err := w.within(p, d, withID(id))
 				out <- outcome{rep, err, time.Since(begin)}
 			}()
 			return out
@@ -254,17 +265,18 @@ func TestPipeline_PausedMaster_EachRequestEndsAtItsOwnDeadline(t *testing.T) {
 		rb, rc := <-b, <-c
 		require.NoError(t, rb.err, "b failed with a: its deadline had not passed")
 		assert.NoError(t, wantEcho(rb.rep, "b"))
-		assert.EqualValues(t, 1, rb.rep.Dials, "b stayed on the connection it was sent on")
+		assert.Equal(t, first, connOf(rb.rep), "b stayed on the connection it was sent on")
 		require.NoError(t, rc.err)
 		assert.NoError(t, wantEcho(rc.rep, "c"))
-		assert.EqualValues(t, 2, rc.rep.Dials, "c went on the connection a timed out on")
+		assert.NotEqual(t, first, connOf(rc.rep), "c went on a new connection, not the one a timed out on")
 
 		// The connection a timed out on is discarded once b is answered; the
 		// old one is gone from the server.
-		rep, err := w.within(p, waitLimit, echoCall("d"))
+		rep, err := w.within(p, waitLimit, withID("d"))
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "d"))
-		assert.EqualValues(t, 2, rep.Dials, "a replaced connection was reused")
+		assert.Equal(t, connOf(rc.rep), connOf(rep), "a replaced connection was reused")
+		assert.EqualValues(t, 2, redigo.Dials(p))
 		eventually(t, "the discarded connection closes", func() bool { return clientsOf(t, srv.Addr()) == 1 })
 	})
 }
@@ -479,14 +491,12 @@ func TestPipeline_Cancelled_KeepsItsPlaceAndTheConnection(t *testing.T) {
 			if err == nil {
 				err = wantEcho(rep, "next")
 			}
-			if err == nil && rep.Dials != 1 {
-				err = fmt.Errorf("Dials %d: the cancelled call's connection was replaced", rep.Dials)
-			}
 			next <- err
 		}()
 		time.Sleep(50 * time.Millisecond)
 		require.NoError(t, srv.Resume())
 		require.NoError(t, <-next)
+		assert.EqualValues(t, 1, redigo.Dials(p), "the cancelled call's connection was replaced")
 	})
 }
 
@@ -546,18 +556,19 @@ func TestPipeline_NoScript_FallsBackToEvalOnTheSameConnection(t *testing.T) {
 }
 
 // The check's questions go with the call only when due, and are answered
-// in their order; the hint argument goes only when they do not.
+// in their order; the hint argument goes only when they do not. A
+// connection is fresh until a call's answers on it have been handed on; a
+// new connection is fresh again.
 func TestPipeline_Check_AskedWhenDueAndAnsweredInOrder(t *testing.T) {
 	bothWays(t, func(t *testing.T, w way) {
 		srv := startRedis(t)
 		p := newPipelined(t, srv.Addr())
 		hinted := driver.NewScript("hinted", `return ARGV[#ARGV]`)
 		hinted.TakesHint = true
-		var seen uint64
 		call := func(id string) driver.Call {
 			return driver.Call{Script: hinted, Keys: []string{"k"}, Args: []string{id}, Check: func(server string) *driver.Check {
 				c := questions(id, 5)
-				c.Always, c.Seen, c.Hint = false, seen, "hint-"+id
+				c.Always, c.Hint = false, "hint-"+id
 				return c
 			}}
 		}
@@ -565,14 +576,43 @@ func TestPipeline_Check_AskedWhenDueAndAnsweredInOrder(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, wantAnswers(rep, "first", 5), "a new connection: the questions go")
 		assert.Equal(t, "", rep.Value, "no hint beside the questions")
-		assert.EqualValues(t, 1, rep.Dials)
-		seen = rep.Dials
 
 		rep, err = w.within(p, waitLimit, call("second"))
 		require.NoError(t, err)
-		assert.Nil(t, rep.Answers, "same connection, answers known: no questions")
+		assert.Nil(t, rep.Answers, "same connection, answers taken: no questions")
 		assert.Equal(t, "hint-second", rep.Value)
+
+		_, err = srv.Do("CLIENT", "KILL", "TYPE", "normal")
+		require.NoError(t, err)
+		rep, err = w.within(p, waitLimit, call("third"))
+		require.NoError(t, err)
+		require.NoError(t, wantAnswers(rep, "third", 5), "a replaced connection is fresh: the questions go")
+		assert.True(t, rep.Lost)
+		assert.EqualValues(t, 2, redigo.Dials(p))
 	})
+}
+
+// A connection whose answers did not reach the call's done (the call's
+// deadline passed first) stays fresh: the next call asks again.
+func TestPipeline_Check_UntakenAnswersLeaveTheConnectionFresh(t *testing.T) {
+	srv := startRedis(t)
+	p := newPipelined(t, srv.Addr())
+	asked := func(id string) driver.Call {
+		c := echoCall(id)
+		check := questions(id, 1)
+		check.Always = false
+		c.Check = func(string) *driver.Check { return check }
+		return c
+	}
+	_, err := evalWithin(p, waitLimit, echoCall("warm")) // the connection opens without questions
+	require.NoError(t, err)
+	require.NoError(t, srv.Pause())
+	_, err = evalWithin(p, 50*time.Millisecond, asked("late"))
+	require.NoError(t, srv.Resume())
+	require.Error(t, err, "the call timed out on the paused master")
+	rep, err := evalWithin(p, waitLimit, asked("next"))
+	require.NoError(t, err)
+	assert.NoError(t, wantAnswers(rep, "next", 1), "the late call's answers were never handed on")
 }
 
 func TestPipeline_MasterRestarted_ConnectionReplacedAndLost(t *testing.T) {
@@ -588,7 +628,7 @@ func TestPipeline_MasterRestarted_ConnectionReplacedAndLost(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "after"))
 		assert.True(t, rep.Lost, "the dropped connection is reported")
-		assert.EqualValues(t, 2, rep.Dials)
+		assert.EqualValues(t, 2, redigo.Dials(p))
 	})
 }
 
@@ -609,8 +649,8 @@ func TestPipeline_ConnectionDropsUnderACall_SentAgain(t *testing.T) {
 			if err == nil {
 				err = wantEcho(rep, "under")
 			}
-			if err == nil && (!rep.Lost || rep.Dials != 2) {
-				err = fmt.Errorf("Lost %v, Dials %d: the dropped connection is not reported", rep.Lost, rep.Dials)
+			if err == nil && (!rep.Lost || redigo.Dials(p) != 2) {
+				err = fmt.Errorf("Lost %v, Dials %d: the dropped connection is not reported", rep.Lost, redigo.Dials(p))
 			}
 			got <- err
 		}()
@@ -828,7 +868,7 @@ func TestPipeline_TimedOutInQueueBehindAnsweredCalls_KeepsTheConnection(t *testi
 		rep, err := w.within(p, waitLimit, echoCall("after"))
 		require.NoError(t, err)
 		assert.NoError(t, wantEcho(rep, "after"), "the queued call's late reply was taken for another")
-		assert.EqualValues(t, 1, rep.Dials, "a master that kept answering had its connection replaced")
+		assert.EqualValues(t, 1, redigo.Dials(p), "a master that kept answering had its connection replaced")
 	})
 }
 

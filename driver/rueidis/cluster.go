@@ -145,28 +145,30 @@ func keysSlot(keys []string) (uint16, error) {
 }
 
 // evalCluster runs call once on the master that owns its keys' slot,
-// following a MOVED once. retry reports an error of a connection that died
-// before the call.
-func (m *Master) evalCluster(ctx context.Context, call driver.Call) (driver.Reply, bool, error) {
+// following a MOVED once. answered is the connection whose answers rep
+// holds, if any; retry reports an error of a connection that died before
+// the call.
+func (m *Master) evalCluster(ctx context.Context, call driver.Call) (driver.Reply, *held, bool, error) {
 	slot, err := keysSlot(call.Keys)
 	if err != nil {
-		return driver.Reply{}, false, err
+		return driver.Reply{}, nil, false, err
 	}
 	var (
-		rep   driver.Reply
-		retry bool
+		rep      driver.Reply
+		answered *held
+		retry    bool
 	)
 	for hop := 0; hop < 2; hop++ {
 		server, version := m.slots.owner(slot)
 		if server == "" {
 			if err := m.slots.refresh(ctx, m.client, version); err != nil {
-				return driver.Reply{}, false, err
+				return driver.Reply{}, nil, false, err
 			}
 			if server, version = m.slots.owner(slot); server == "" {
-				return driver.Reply{}, false, fmt.Errorf("rueidisdriver: no master serves slot %d", slot)
+				return driver.Reply{}, nil, false, fmt.Errorf("rueidisdriver: no master serves slot %d", slot)
 			}
 		}
-		rep, retry, err = m.onNode(ctx, m.node(server), m.lines.of(server), server, call)
+		rep, answered, retry, err = m.onNode(ctx, m.node(server), m.lines.of(server), server, call)
 		var de driver.Error
 		if err != nil && !errors.As(err, &de) {
 			// The master may be gone, and its slots served by another
@@ -174,15 +176,17 @@ func (m *Master) evalCluster(ctx context.Context, call driver.Call) (driver.Repl
 			m.slots.forget(version)
 		}
 		if de.Code() != "MOVED" {
-			return rep, retry, err
+			return rep, answered, retry, err
 		}
-		// The script did not run: the slot has another master now.
-		rep.Answers = nil
+		// The script did not run: the slot has another master now. Its
+		// answers are not handed over, and leave the old master's
+		// connection fresh.
+		rep.Answers, answered = nil, nil
 		if err := m.slots.refresh(ctx, m.client, version); err != nil {
-			return rep, false, err
+			return rep, nil, false, err
 		}
 	}
-	return rep, retry, err
+	return rep, answered, retry, err
 }
 
 // forget empties the map, to be read again, unless it was read since

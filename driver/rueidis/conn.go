@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
 )
@@ -16,19 +17,17 @@ import (
 // Holding the connection is what lets the driver know when the guard must
 // ask: rueidis never redials a connection it has handed out, so every
 // reply on it comes from the one server process it was opened to. A new
-// connection is the only way to reach another process, and the driver
-// numbers each one it takes (Reply.Dials): the guard's questions are due
-// exactly when a call goes on a connection the guard has no answers from.
-// The client's shared connections, which rueidis replaces by itself, offer
-// no such sign.
+// connection is the only way to reach another process, and each one the
+// driver takes is fresh (see driver.Check.Due) until a call that carried
+// the guard's questions on it has handed their answers to its Done, and
+// that Done has returned. The client's shared connections, which rueidis
+// replaces by itself, offer no such sign.
 
-// line is the driver's connection to one server: the current one, and how
-// many it has taken.
+// line is the driver's connection to one server.
 type line struct {
 	mu      sync.Mutex
-	cur     *held  // nil until taken, and after it failed
-	taken   uint64 // connections taken; the current one's number
-	closed  bool   // the master is closed: no more connections
+	cur     *held // nil until taken, and after it failed
+	closed  bool  // the master is closed: no more connections
 	dialing sync.WaitGroup
 	senders sync.WaitGroup // the senders of the connections taken (see batcher)
 }
@@ -36,11 +35,29 @@ type line struct {
 // held is one dedicated connection, ready once dc and b are set. rueidis
 // hands one out even when it cannot dial, and its calls then fail with why.
 type held struct {
-	n       uint64 // its number on the line, as Reply.Dials reports it
 	ready   chan struct{}
 	dc      rueidis.DedicatedClient
 	b       *batcher // sends the calls on dc
 	release func()
+	// answered: a call that carried the guard's questions on the connection
+	// has handed their answers over, and the Done that took them has
+	// returned. Until then the connection is fresh, and every call on it
+	// asks.
+	answered atomic.Bool
+}
+
+// fresh reports whether the guard's questions are due on h (see
+// driver.Check.Due): no call on it has yet returned their answers.
+func (h *held) fresh() bool { return !h.answered.Load() }
+
+// answer marks h as answered, when h is not nil. The caller has handed a
+// reply with the answers of h's server to the call's Done, and that Done
+// has returned: the lock has taken them before any call on h goes without
+// questions.
+func (h *held) answer() {
+	if h != nil {
+		h.answered.Store(true)
+	}
 }
 
 // errMasterClosed is a call's error after Close.
@@ -106,8 +123,7 @@ func (l *line) open(client rueidis.Client) {
 // take starts taking a connection through client, as the line's current
 // one. l.mu is held.
 func (l *line) take(client rueidis.Client) *held {
-	l.taken++
-	h := &held{n: l.taken, ready: make(chan struct{})}
+	h := &held{ready: make(chan struct{})}
 	l.cur = h
 	l.dialing.Add(1)
 	go func() {

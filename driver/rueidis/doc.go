@@ -47,25 +47,29 @@
 // over when it comes, with no goroutine waiting for it; on a cluster, a
 // goroutine runs each call.
 //
-// # How the restart guard still sees a restart
+// # How the restart guard sees a restart
 //
 // The guard reads a master's health (run_id, uptime, role, persistence,
 // eviction policy) on any connection that may reach a server process it has
 // not read yet, in the same round trip as the script, so that a master that
 // restarted empty does not vote before the guard knows. A connection rueidis
 // has handed out is never dialled again: it reaches one server process for
-// its whole life, and dies with it. So the master numbers the connections it
-// takes (driver.Reply.Dials), and the guard's questions go ahead of the
-// script, in the same DoMulti, only on a connection the guard has no
-// answers from: the first, and each one that replaces a connection found
-// dead, as after a restart. rueidis writes a DoMulti as one batch on the
-// connection and reads its replies in order, so the answers and the
-// script's reply come from the same server process. A connection that
-// fails other than by the call's deadline or a reply of the master's, or
-// that answers READONLY (its server is a replica now, as after a Sentinel
-// failover), is closed, and the next call takes a new one; a call that
-// found its connection dead before it went out is tried again on a new
-// one, within its deadline.
+// its whole life, and dies with it. So the guard's questions go ahead of the
+// script, in the same DoMulti, on every call on a fresh connection (see
+// driver.Check.Due): one that no call has yet returned the answers of, its
+// done included. That is the first connection, and each one that replaces a
+// connection found dead, as after a restart; calls that overlap on a fresh
+// connection all ask. A connection becomes answered only once the done that
+// took its answers has returned, so the lock has taken them before any call
+// on it goes without questions; a call whose answers are not handed over
+// (it failed before they came, or met a MOVED) leaves it fresh. rueidis
+// writes a DoMulti as one batch on the connection and reads its replies in
+// order, so the answers and the script's reply come from the same server
+// process. A connection that fails other than by the call's deadline or a
+// reply of the master's, or that answers READONLY (its server is a replica
+// now, as after a Sentinel failover), is closed, and the next call takes a
+// new one; a call that found its connection dead before it went out is
+// tried again on a new one, within its deadline.
 //
 // The client's shared connections give no such sign: rueidis replaces them
 // by itself, and a client built elsewhere offers no hook to see it

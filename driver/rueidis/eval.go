@@ -15,39 +15,47 @@ import (
 // lock's connection to the server (see line), pipelined with the lock's
 // other calls. The guard's questions, when due, and the script go out as
 // one DoMulti, which rueidis writes as one batch on that connection and
-// answers in order. The questions are due when the connection is one the
-// guard has no answers from, by its number (driver.Reply.Dials): a new
-// connection, the first one included, is the only way to another server
-// process. A call that meets a connection found dead is tried again, on a
+// answers in order. The questions are due on a fresh connection (see
+// driver.Check.Due): a new one, the first one included, which is the only
+// way to another server process. Eval marks the connection whose answers
+// it returns as answered as it returns them: a caller that must take the
+// answers before a call on that connection goes without questions uses
+// Start, which marks it only once done has returned. A call that meets a connection found dead is tried again, on a
 // new one, up to twice, within ctx; without a deadline in ctx, WithTimeout
 // bounds each try.
 func (m *Master) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
+	rep, answered, err := m.eval(ctx, call)
+	answered.answer()
+	return rep, err
+}
+
+// eval is Eval, save that it leaves marking the connection answered to its
+// caller, once the reply is handed over: answered is the connection whose
+// answers rep holds, nil when it holds none.
+func (m *Master) eval(ctx context.Context, call driver.Call) (rep driver.Reply, answered *held, err error) {
 	if call.Script == nil {
-		return driver.Reply{}, fmt.Errorf("%w: rueidisdriver: call without a script", ErrInvalid)
+		return driver.Reply{}, nil, fmt.Errorf("%w: rueidisdriver: call without a script", ErrInvalid)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
-	var (
-		rep   driver.Reply
-		err   error
-		retry bool
-	)
+	var retry bool
 	for try := 0; try < 3; try++ {
-		rep, retry, err = m.evalOnce(ctx, call)
+		rep, answered, retry, err = m.evalOnce(ctx, call)
 		rep.Lost = try > 0 || retry
 		if !retry {
 			break
 		}
 	}
-	return rep, err
+	return rep, answered, err
 }
 
-// evalOnce runs call once. retry reports an error of a connection that
-// died before the call.
-func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, bool, error) {
+// evalOnce runs call once. answered is the connection whose answers rep
+// holds, if any; retry reports an error of a connection that died before
+// the call.
+func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, *held, bool, error) {
 	if m.cluster {
 		return m.evalCluster(ctx, call)
 	}
@@ -58,16 +66,19 @@ func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, 
 // ("" for a standalone master), taken through the client node returns when
 // l has none. A connection found broken is closed, and the next call
 // takes a new one.
-func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, bool, error) {
+func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, *held, bool, error) {
 	h, err := l.conn(ctx, node)
 	if err != nil {
-		return driver.Reply{Server: server}, false, err
+		return driver.Reply{Server: server}, nil, false, err
 	}
-	rep, retry, err := m.run(ctx, h, server, call)
+	rep, checks, retry, err := m.run(ctx, h, server, call)
 	if broken(ctx, err) {
 		l.drop(h)
 	}
-	return rep, retry, err
+	if rep.Answers == nil || !checks {
+		return rep, nil, retry, err
+	}
+	return rep, h, retry, err
 }
 
 // broken reports whether err, a call's error, shows the connection no use
@@ -87,15 +98,19 @@ func broken(ctx context.Context, err error) bool {
 func (m *Master) standalone() (rueidis.Client, error) { return m.client, nil }
 
 // run sends call on h, a connection to server, with the check's questions
-// when they are due by h's number. retry reports an error of a connection
+// when they are due on it: while it is fresh, or always when the check
+// says so; checks reports that they were asked because h is fresh, so that
+// taking their answers checks it (a check that asks always leaves it as it
+// was: see driver.Master.Start). retry reports an error of a connection
 // that died before the call.
-func (m *Master) run(ctx context.Context, h *held, server string, call driver.Call) (rep driver.Reply, retry bool, err error) {
-	rep.Server, rep.Dials = server, h.n
+func (m *Master) run(ctx context.Context, h *held, server string, call driver.Call) (rep driver.Reply, checks, retry bool, err error) {
+	rep.Server = server
 	var check *driver.Check
 	if call.Check != nil {
 		check = call.Check(server)
 	}
-	asked := check.Due(h.n)
+	asked := check.Due(h.fresh())
+	checks = asked && !check.Always
 	var questions [][]string
 	if asked {
 		questions = check.Commands()
@@ -109,13 +124,13 @@ func (m *Master) run(ctx context.Context, h *held, server string, call driver.Ca
 	}
 	rep.Answers = answers
 	if err != nil && stale(err) && ctx.Err() == nil {
-		return rep, true, err
+		return rep, checks, true, err
 	}
 	if err != nil {
-		return rep, false, err
+		return rep, checks, false, err
 	}
 	rep.Value = v
-	return rep, false, nil
+	return rep, checks, false, nil
 }
 
 // evalsha builds call's EVALSHA, with the script's arguments as sent (see

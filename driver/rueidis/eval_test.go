@@ -21,39 +21,44 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
-// quietCheck returns a check that is due only when the connection's number
-// moved since the last reply it saw, as the guard's is once it has answers.
-func quietCheck() (func(string) *driver.Check, func(driver.Reply)) {
-	var seen uint64
-	check := func(string) *driver.Check {
-		return &driver.Check{Questions: [][]string{{"INFO", "server"}}, Seen: seen}
-	}
-	return check, func(rep driver.Reply) { seen = rep.Dials }
+// quietCheck returns a check that is due only on a fresh connection, as
+// the guard's is once it has answers. Its question, CLIENT ID, names the
+// connection it is asked on, as the server numbers its connections.
+func quietCheck() func(string) *driver.Check {
+	check := &driver.Check{Questions: [][]string{{"CLIENT", "ID"}}}
+	return func(string) *driver.Check { return check }
 }
 
-// A call carries the questions only on a connection the guard has no
-// answers from: the first one, and after the master drops the driver's
+// clientID returns the connection's id, as the answer to quietCheck's
+// question gives it.
+func clientID(t *testing.T, rep driver.Reply) int64 {
+	t.Helper()
+	require.Len(t, rep.Answers, 1)
+	id, ok := rep.Answers[0].(int64)
+	require.True(t, ok, "CLIENT ID answered %v", rep.Answers[0])
+	return id
+}
+
+// A call carries the questions only on a connection no call has returned
+// the answers of: the first one, and after the master drops the driver's
 // connection (as a restart does) the new one, which the next call finds it
 // needs, says so (Lost), and checks.
-func TestEval_OnlyNewConnectionsAreChecked(t *testing.T) {
+func TestEval_OnlyFreshConnectionsAreChecked(t *testing.T) {
 	srv := redistest.Start(t, 1, redistest.Ephemeral)
 	m, err := rueidisdriver.New(standalone(t, srv[0].Addr()))
 	require.NoError(t, err)
 	defer m.Close()
 	s := driver.NewScript("one", `return 1`)
-	check, saw := quietCheck()
-	call := driver.Call{Script: s, Keys: []string{"k"}, Check: check}
+	call := driver.Call{Script: s, Keys: []string{"k"}, Check: quietCheck()}
 
 	rep, err := m.Eval(ctxFor(t, 2*time.Second), call)
 	require.NoError(t, err)
-	assert.Len(t, rep.Answers, 1, "the first connection is new")
-	saw(rep)
+	first := clientID(t, rep)
 	for i := range 3 {
 		rep, err = m.Eval(ctxFor(t, 2*time.Second), call)
 		require.NoError(t, err)
 		assert.Nil(t, rep.Answers, "call %d on the same connection", i)
 		assert.False(t, rep.Lost)
-		saw(rep)
 	}
 
 	_, err = srv[0].Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
@@ -61,7 +66,87 @@ func TestEval_OnlyNewConnectionsAreChecked(t *testing.T) {
 	rep, err = m.Eval(ctxFor(t, 2*time.Second), call)
 	require.NoError(t, err)
 	assert.True(t, rep.Lost, "the dead connection was replaced")
-	assert.Len(t, rep.Answers, 1, "the new connection is checked")
+	assert.NotEqual(t, first, clientID(t, rep), "the new connection is checked")
+}
+
+// A connection stays fresh until the done that took its answers has
+// returned: a call started from that done, on the same connection, carries
+// the questions too, and only calls started after it has returned go
+// without them. So on every path of Start: the call queued for the
+// connection's sender, and the call that goes again in a goroutine after a
+// NOSCRIPT.
+func TestStart_FreshUntilTheAnswersDoneHasReturned(t *testing.T) {
+	srv := redistest.Start(t, 1, redistest.Ephemeral)
+	for _, tt := range []struct {
+		name   string
+		cached bool // the master has the script when the first call comes
+	}{{"queued", true}, {"NOSCRIPT", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMaster(t, standalone(t, srv[0].Addr()))
+			s := driver.NewScript(tt.name, fmt.Sprintf(`return %q`, tt.name))
+			if tt.cached {
+				_, err := srv[0].Do("SCRIPT", "LOAD", s.Src)
+				require.NoError(t, err)
+			} else {
+				_, err := srv[0].Do("SCRIPT", "FLUSH")
+				require.NoError(t, err)
+			}
+			call := driver.Call{Script: s, Keys: []string{"k"}, Check: quietCheck()}
+			start := func(ctx context.Context, done func(driver.Reply, error)) {
+				m.Start(ctx, call, driver.DoneFunc(done))
+			}
+			// The first call waits for the connection, opened in the
+			// background, so that the calls below go on it.
+			rep, err := m.Eval(ctxFor(t, 2*time.Second), driver.Call{Script: s, Keys: []string{"k"}})
+			require.NoError(t, err)
+			require.Nil(t, rep.Answers)
+			if !tt.cached {
+				_, err := srv[0].Do("SCRIPT", "FLUSH")
+				require.NoError(t, err)
+			}
+
+			type outcome struct {
+				rep driver.Reply
+				err error
+			}
+			inner := make(chan outcome, 1)
+			outer := make(chan outcome, 1)
+			ctx := ctxFor(t, 5*time.Second)
+			start(ctx, func(rep driver.Reply, err error) {
+				if err == nil && rep.Answers != nil {
+					// Within the done of the call that took the answers.
+					start(ctx, func(rep driver.Reply, err error) { inner <- outcome{rep, err} })
+				}
+				outer <- outcome{rep, err}
+			})
+			o := <-outer
+			require.NoError(t, o.err)
+			assert.Equal(t, tt.name, o.rep.Value)
+			id := clientID(t, o.rep)
+			i := <-inner
+			require.NoError(t, i.err)
+			assert.Equal(t, tt.name, i.rep.Value)
+			assert.NotNil(t, i.rep.Answers, "a call started before the answers' done returned went without the questions")
+			assert.Equal(t, id, clientID(t, i.rep), "on the same connection")
+
+			// Once the dones have returned, the connection is answered: the
+			// driver marks it after they return, which a call started as
+			// soon as they have handed their outcome over may precede.
+			asked := 0
+			for range 20 {
+				got := make(chan outcome, 1)
+				start(ctx, func(rep driver.Reply, err error) { got <- outcome{rep, err} })
+				o = <-got
+				require.NoError(t, o.err)
+				if o.rep.Answers == nil {
+					break
+				}
+				asked++
+				time.Sleep(10 * time.Millisecond)
+			}
+			assert.Less(t, asked, 20, "the answered connection is asked on every call")
+		})
+	}
 }
 
 // serverStats returns the master's count of connections accepted, and of

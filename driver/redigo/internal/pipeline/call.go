@@ -21,7 +21,48 @@ import (
 // finishes the call as Eval would.
 func (pl *Pipeline) Start(ctx context.Context, call driver.Call, done driver.Done) {
 	if !pl.start(ctx, call, done) {
-		go func() { done.Returned(pl.Eval(ctx, call)) }()
+		go pl.returnRun(ctx, call, done)
+	}
+}
+
+// returnRun runs call as Eval does and hands the outcome to done; the
+// connection that answered the questions counts as checked once done has
+// taken the answers.
+func (pl *Pipeline) returnRun(ctx context.Context, call driver.Call, done driver.Done) {
+	rep, err, a := pl.Run(ctx, call, false)
+	hand(done, rep, err, a)
+}
+
+// Taker is a driver.Done that decides itself whether a call's answers were
+// taken: Start hands it the connection they were answered on, and it calls
+// Taken once it has handed them on, or never, when it drops them (a Redis
+// Cluster's call redirected elsewhere, whose reply names another server).
+type Taker interface {
+	ReturnedOn(rep driver.Reply, err error, a Answered)
+}
+
+// hand gives done the call's outcome, and marks the connection that
+// answered its questions as checked once done has taken them.
+func hand(done driver.Done, rep driver.Reply, err error, a Answered) {
+	if t, ok := done.(Taker); ok {
+		t.ReturnedOn(rep, err, a)
+		return
+	}
+	done.Returned(rep, err)
+	a.Taken()
+}
+
+// Answered is the connection on which a call's questions were answered,
+// if they were. A connection is fresh, and a due check's questions go on
+// it (see driver.Check.Due), until the answers of a call that carried them
+// have been taken: Taken says so, once the call's driver.Done has returned.
+type Answered struct{ p *pipe }
+
+// Taken marks the connection as checked; nothing when no questions were
+// answered.
+func (a Answered) Taken() {
+	if a.p != nil {
+		a.p.checked.Store(true)
 	}
 }
 
@@ -36,6 +77,7 @@ type started struct {
 	q        *request
 	call     driver.Call
 	asked    bool
+	fresh    bool // asked because p was fresh: taking the answers checks it
 	hint     string
 	deadline time.Time
 	done     driver.Done
@@ -57,7 +99,7 @@ func (pl *Pipeline) start(ctx context.Context, call driver.Call, done driver.Don
 	q := pl.request()
 	s := &q.started
 	*s = started{ctx: ctx, pl: pl, p: p, q: q, call: call, deadline: deadline, done: done}
-	s.rep.Dials, s.asked, s.hint = pl.encode(q, call, false)
+	s.asked, s.fresh, s.hint = pl.encode(q, p, call, false)
 	// The pipe tells s of the reply, or of the deadline passing first (see
 	// pipe.expireDue): no timer and no callback on ctx per call.
 	s.q.notify, s.q.expires = s, deadline
@@ -75,7 +117,7 @@ func (pl *Pipeline) start(ctx context.Context, call driver.Call, done driver.Don
 // pipe.wait), and the call returns the deadline's error. The request is
 // never recycled: its reply may still come.
 func (s *started) expired() {
-	s.done.Returned(s.rep, context.DeadlineExceeded)
+	hand(s.done, s.rep, context.DeadlineExceeded, Answered{})
 }
 
 // replied is the request's notification: its replies are in, or the
@@ -92,7 +134,7 @@ func (s *started) replied() {
 			go c.again()
 			return
 		}
-		c.done.Returned(c.rep, err)
+		hand(c.done, c.rep, err, Answered{})
 		return
 	}
 	v, answers, _ := q.split(c.asked, false) // no ASKING to be refused
@@ -104,15 +146,23 @@ func (s *started) replied() {
 	}
 	v, err := replyOrError(v)
 	c.rep.Value = v
-	c.done.Returned(c.rep, err)
+	hand(c.done, c.rep, err, c.answered())
+}
+
+// answered is the pipe that answered the call's questions, if it asked.
+func (s *started) answered() Answered {
+	if s.fresh {
+		return Answered{s.p}
+	}
+	return Answered{}
 }
 
 // again runs the call once more through Eval, after the connection dropped
 // under it.
 func (s started) again() {
-	rep, err := s.pl.Eval(s.ctx, s.call)
+	rep, err, a := s.pl.Run(s.ctx, s.call, false)
 	rep.Lost = true
-	s.done.Returned(rep, err)
+	hand(s.done, rep, err, a)
 }
 
 // bySource runs the call by its source on the same pipe, after the master
@@ -124,11 +174,11 @@ func (s started) bySource() {
 	case err == errNotSent:
 		// The connection stopped taking requests in between: the call
 		// goes again as a whole, as Eval sends it.
-		s.done.Returned(s.pl.Eval(s.ctx, s.call))
+		s.pl.returnRun(s.ctx, s.call, s.done)
 	case err != nil && driver.Stale(err) && s.ctx.Err() == nil:
 		s.again()
 	default:
-		s.done.Returned(s.rep, err)
+		hand(s.done, s.rep, err, s.answered())
 	}
 }
 
@@ -144,28 +194,28 @@ var errNoConnection = errors.New("redigo: no connection took the call")
 // Eval runs call on a shared connection (see driver.Master): the check's
 // questions, when due, and the script in one unit. A connection found dead
 // is replaced and the call sent again, within ctx; without a deadline in
-// ctx the read timeout bounds the call.
+// ctx the read timeout bounds the call. The answers count as taken when
+// Eval returns.
 func (pl *Pipeline) Eval(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	return pl.eval(ctx, call, false)
+	rep, err, a := pl.Run(ctx, call, false)
+	a.Taken()
+	return rep, err
 }
 
-// EvalAsking runs call on a node importing the call's slot from another
-// (a Redis Cluster's ASK): the check's questions when due, then ASKING,
-// then the script by its source, as the node may not have it cached and
-// ASKING holds for one command only. A migration is short and rare, so a
-// call whose connection turns out dead is not sent again.
-func (pl *Pipeline) EvalAsking(ctx context.Context, call driver.Call) (driver.Reply, error) {
-	return pl.eval(ctx, call, true)
-}
-
-// eval runs call as Eval does, or, asking, as EvalAsking does: then on one
-// pipe only, a connection found dead failing the call.
-func (pl *Pipeline) eval(ctx context.Context, call driver.Call, asking bool) (driver.Reply, error) {
+// Run runs call as Eval does, and, asking, on a node importing the call's
+// slot from another (a Redis Cluster's ASK): the check's questions when
+// due, then ASKING, then the script by its source, as the node may not have
+// it cached and ASKING holds for one command only. A migration is short and
+// rare, so an asking call whose connection turns out dead is not sent
+// again. The caller calls Taken on what it returns once it has handed the
+// reply on.
+func (pl *Pipeline) Run(ctx context.Context, call driver.Call, asking bool) (driver.Reply, error, Answered) {
 	var rep driver.Reply
+	var a Answered
 	ctx, cancel := pl.bound(ctx)
 	defer cancel()
 	if err := ctx.Err(); err != nil {
-		return rep, err
+		return rep, err, a
 	}
 	deadline, _ := ctx.Deadline()
 	tries := maxPipeTries
@@ -177,9 +227,13 @@ func (pl *Pipeline) eval(ctx context.Context, call driver.Call, asking bool) (dr
 		p, lost, gerr := pl.get(ctx)
 		rep.Lost = rep.Lost || lost
 		if gerr != nil {
-			return rep, gerr
+			return rep, gerr, a
 		}
-		err = pl.evalOn(ctx, p, call, asking, deadline, &rep)
+		var fresh bool
+		fresh, err = pl.evalOn(ctx, p, call, asking, deadline, &rep)
+		if fresh && rep.Answers != nil {
+			a = Answered{p}
+		}
 		switch {
 		case err == errNotSent:
 			continue
@@ -187,58 +241,55 @@ func (pl *Pipeline) eval(ctx context.Context, call driver.Call, asking bool) (dr
 			rep.Lost = true
 			continue
 		case err != nil:
-			return rep, err
+			return rep, err, a
 		}
-		return rep, nil
+		return rep, nil, a
 	}
 	if err == errNotSent {
 		err = errNoConnection
 	}
-	return rep, err
+	return rep, err, a
 }
 
 // evalOn runs call on p, in one unit as encode puts it, then by its source
 // (EVAL) on the same pipe if the master has not cached the script. It sets
-// rep's Dials, Answers and Value. errNotSent means that nothing was run and
-// the call may go elsewhere.
-func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, asking bool, deadline time.Time, rep *driver.Reply) error {
+// rep's Answers and Value. errNotSent means that nothing was run and the
+// call may go elsewhere.
+func (pl *Pipeline) evalOn(ctx context.Context, p *pipe, call driver.Call, asking bool, deadline time.Time, rep *driver.Reply) (fresh bool, err error) {
 	q := pl.request()
-	var asked bool
-	var hint string
-	rep.Dials, asked, hint = pl.encode(q, call, asking)
+	asked, fresh, hint := pl.encode(q, p, call, asking)
 	rep.Answers, rep.Value = nil, nil
 	if _, err := pl.roundTrip(ctx, p, q, deadline); err != nil {
-		return err
+		return fresh, err
 	}
 	v, answers, refused := q.split(asked, asking)
 	pl.recycle(q)
 	rep.Answers = answers
 	if refused != nil {
-		return refused
+		return fresh, refused
 	}
-	var err error
 	if !asking && noScript(v) {
 		rep.Value, err = pl.evalSource(ctx, p, call, hint, deadline)
-		return err
+		return fresh, err
 	}
 	rep.Value, err = replyOrError(v)
-	return err
+	return fresh, err
 }
 
 // encode puts call's commands in q, for a pipe in hand: the check's
 // questions when due, then, asking, ASKING (a Redis Cluster's ASK: see
 // EvalAsking), then the script: EVALSHA, or after ASKING EVAL, as ASKING
 // holds for one command only and the node may not have the script cached.
-// It returns the connections opened so far (Reply.Dials, read here, once
-// the pipe is in hand, so that one just opened counts), whether the
-// questions are asked, and the hint sent, if the script takes one.
-func (pl *Pipeline) encode(q *request, call driver.Call, asking bool) (dials uint64, asked bool, hint string) {
-	dials = pl.dials.Load()
+// It returns whether the questions are asked, and whether because p is
+// still fresh (see Answered) rather than because the check asks always,
+// and the hint sent, if the script takes one.
+func (pl *Pipeline) encode(q *request, p *pipe, call driver.Call, asking bool) (asked, fresh bool, hint string) {
 	var check *driver.Check
 	if call.Check != nil {
 		check = call.Check("")
 	}
-	asked = check.Due(dials)
+	asked = check.Due(!p.checked.Load())
+	fresh = asked && !check.Always
 	hint = call.Hint(check, asked)
 	q.want = 1
 	if asked {
@@ -253,7 +304,7 @@ func (pl *Pipeline) encode(q *request, call driver.Call, asking bool) (dials uin
 		q.want++
 	}
 	q.buf = appendEval(q.buf, call, hint, asking)
-	return dials, asked, hint
+	return asked, fresh, hint
 }
 
 // split returns the script's reply of a request that encode filled, the

@@ -65,6 +65,9 @@ type pipe struct {
 	// no new request. silent mirrors silentSince being set. Both are read
 	// without the lock to pick a pipe.
 	accepting, silent atomic.Bool
+	// checked: the guard's questions were answered on the connection, and
+	// taken (see Answered). Until then it is fresh.
+	checked atomic.Bool
 
 	mu      sync.Mutex
 	out     []byte // commands accepted and not yet written

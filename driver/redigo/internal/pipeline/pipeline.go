@@ -14,7 +14,7 @@ import (
 // they fall silent and a dial is due (see pipe).
 type Pipeline struct {
 	dial  func(ctx context.Context) (net.Conn, error)
-	dials atomic.Uint64 // connections opened so far: Reply.Dials
+	dials atomic.Uint64 // connections opened so far, for the driver's tests
 	read  time.Duration // bounds a call whose ctx has no deadline
 	write time.Duration // the write timeout
 	slots []connSlot
