@@ -107,20 +107,14 @@ func TestEval_AnswersNotTaken_LeaveTheConnectionFresh(t *testing.T) {
 			}},
 		} {
 			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
-				opt := mode.opt
-				opt.Addr = srv[0].Addr()
-				client := redis.NewClient(&opt)
-				t.Cleanup(func() { client.Close() })
-				m, err := goredis.New(client)
-				require.NoError(t, err)
-				t.Cleanup(func() { m.Close() })
+				m, client := modeMaster(t, mode.opt, srv[0].Addr())
 				call := func(s *driver.Script, c func(string) *driver.Check, d time.Duration) (driver.Reply, error) {
 					ctx, cancel := context.WithTimeout(context.Background(), d)
 					defer cancel()
 					return driver.Eval(ctx, m, driver.Call{Script: s, Keys: []string{"k"}, Check: c})
 				}
 				// The connection is open, and no call was asked on it.
-				_, err = call(one, nil, 2*time.Second)
+				_, err := call(one, nil, 2*time.Second)
 				require.NoError(t, err)
 				require.Equal(t, uint32(1), client.PoolStats().TotalConns)
 
@@ -358,19 +352,13 @@ func TestEval_LateReply_KeepsTheConnection(t *testing.T) {
 	for _, mode := range clientModes {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := redistest.Start(t, 1, redistest.Ephemeral)
-			opt := mode.opt
-			opt.Addr = srv[0].Addr()
-			client := redis.NewClient(&opt)
-			t.Cleanup(func() { client.Close() })
-			m, err := goredis.New(client)
-			require.NoError(t, err)
-			t.Cleanup(func() { m.Close() })
+			m, client := modeMaster(t, mode.opt, srv[0].Addr())
 			call := func(d time.Duration) (driver.Reply, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), d)
 				defer cancel()
 				return m.Eval(ctx, driver.Call{Script: one, Keys: []string{"k"}})
 			}
-			_, err = call(2 * time.Second)
+			_, err := call(2 * time.Second)
 			require.NoError(t, err)
 			require.Equal(t, uint32(1), client.PoolStats().TotalConns)
 
@@ -408,4 +396,17 @@ func TestEval_ScriptSourceAfterTheQuestions(t *testing.T) {
 		require.Len(t, rep.Answers, 1)
 		assert.IsType(t, int64(0), rep.Answers[0])
 	}
+}
+
+// modeMaster returns the adapter over a client of opt's mode at addr, both
+// closed with the test.
+func modeMaster(t *testing.T, opt redis.Options, addr string) (*goredis.Master, *redis.Client) {
+	t.Helper()
+	opt.Addr = addr
+	client := redis.NewClient(&opt)
+	t.Cleanup(func() { client.Close() })
+	m, err := goredis.New(client)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m, client
 }
