@@ -12,6 +12,9 @@
 //     up, and the key never left free for long while someone waits for it.
 //   - C6 Capacity: no more holds of a semaphore's key at once than its
 //     permits.
+//   - C7 Writers: an RWLock's write hold overlaps no other hold.
+//   - C8 Pace: no Lock call retries faster than its wait allows (a waiter
+//     that spins).
 //
 // A checker that has never fired proves nothing, so each has tests that feed
 // it a bad history and see it fire.

@@ -20,6 +20,9 @@ type Attempt struct {
 	// the call waited: End is the moment of the kill, and the call never
 	// returned.
 	Killed bool
+	// Tries is how many acquisition attempts the call made (Lock retries);
+	// 0 where they were not counted.
+	Tries int
 }
 
 // Latency is how long the attempt took.

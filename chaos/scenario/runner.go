@@ -161,6 +161,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	r.C2 = check.Lost(r.Record.Acked, set.All())
 	r.C3 = check.Fenced(r.Record.Holds, r.Record.Writes)
 	r.Problems = append(r.Problems, storeAgrees(ctx, store, r.Record.Writes)...)
+	r.Problems = append(r.Problems, check.Pace(r.Record.Attempts)...)
 	r.Attempts, r.Locks = len(r.Record.Attempts), len(r.Record.Holds)
 	r.P50, r.P99 = latencies(r.Record.Attempts)
 	r.Marks = env.marks
@@ -219,6 +220,7 @@ func newClient(addrs []string, s *Scenario, h *history.History, i int) (*redlock
 		redlock.WithNodeTimeout(s.nodeTimeout()),
 		redlock.WithTokenGenerator(workload.Tokens(h, i)),
 		redlock.WithLogger(slog.New(notes{h: h, client: i})),
+		redlock.WithObserver(workload.Tries{}),
 	}
 	if !s.Guard {
 		opts = append(opts, redlock.WithRestartGuard(0))

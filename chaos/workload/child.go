@@ -60,6 +60,7 @@ type event struct {
 	Fence int64  `json:"fence,omitempty"`
 	Valid bool   `json:"valid,omitempty"`
 	Err   string `json:"err,omitempty"`
+	Tries int    `json:"tries,omitempty"` // a got or fail: the Lock call's attempts
 	// Kind classifies Err: "canceled" or "deadline" for a ctx that ended.
 	Kind string `json:"kind,omitempty"`
 	Text string `json:"text,omitempty"`
@@ -119,6 +120,7 @@ func ChildMain() int {
 			return t, err
 		}),
 		redlock.WithLogger(slog.New(noteHandler{out: out})),
+		redlock.WithObserver(Tries{}),
 	}
 	if !cfg.Guard {
 		opts = append(opts, redlock.WithRestartGuard(0))
@@ -141,16 +143,17 @@ func ChildMain() int {
 		start := monoNow()
 		out.emit(event{K: "wait", At: start})
 		lctx, lcancel := context.WithTimeout(ctx, cfg.Wait)
+		lctx, tries := WithTries(lctx)
 		l, err := c.Lock(lctx, cfg.Key, cfg.TTL)
 		lcancel()
 		end := monoNow()
 		if err != nil {
-			out.emit(event{K: "fail", At: start, End: end, Err: err.Error(), Kind: errKind(err)})
+			out.emit(event{K: "fail", At: start, End: end, Err: err.Error(), Kind: errKind(err), Tries: int(tries.Load())})
 			sleep(ctx, cfg.Backoff/4+time.Duration(rng.Int64N(int64(cfg.Backoff*3/4)+1)))
 			continue
 		}
 		now, m := time.Now(), monoNow()
-		out.emit(event{K: "got", At: start, End: end, Token: l.Token(), Fence: l.Fence(), Until: m + int64(l.Until().Sub(now))})
+		out.emit(event{K: "got", At: start, End: end, Token: l.Token(), Fence: l.Fence(), Until: m + int64(l.Until().Sub(now)), Tries: int(tries.Load())})
 		// The parent reads the shared set; then the pause of a read-modify-write.
 		if await() {
 			time.Sleep(time.Duration(rng.Int64N(int64(cfg.Pause) + 1)))

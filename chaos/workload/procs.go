@@ -376,10 +376,10 @@ func (pr *proc) handle(ev event) {
 		p.mu.Lock()
 		pr.waiting = false
 		p.mu.Unlock()
-		h.Attempt(history.Attempt{Client: i, Key: key, Start: p.at(ev.At), End: p.at(ev.End), Err: childErr(ev)})
+		h.Attempt(history.Attempt{Client: i, Key: key, Start: p.at(ev.At), End: p.at(ev.End), Err: childErr(ev), Tries: ev.Tries})
 	case "got":
 		start, end := p.at(ev.At), p.at(ev.End)
-		h.Attempt(history.Attempt{Client: i, Key: key, Token: ev.Token, Start: start, End: end, OK: true})
+		h.Attempt(history.Attempt{Client: i, Key: key, Token: ev.Token, Start: start, End: end, OK: true, Tries: ev.Tries})
 		id := h.Acquire(history.Hold{Client: i, Key: key, Token: ev.Token, Fence: ev.Fence, Acquired: end, Until: p.at(ev.Until)})
 		p.mu.Lock()
 		pr.waiting, pr.hold, pr.fence = false, id, ev.Fence

@@ -212,14 +212,17 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 	var err error
 	var token string
 	var shared bool
+	tries := 0
 	if w.cfg.Mode == LockMode {
 		lctx, cancel := context.WithTimeout(ctx, w.cfg.Wait)
+		lctx, n := WithTries(lctx)
 		if w.cfg.Acquire != nil {
 			l, shared, err = w.cfg.Acquire(lctx, i, key, rng)
 		} else {
 			l, err = w.cfg.Clients[i].Lock(lctx, key, w.cfg.TTL)
 		}
 		cancel()
+		tries = int(n.Load())
 		if err == nil {
 			token = l.Token() // the client's other goroutines make tokens too
 		}
@@ -228,7 +231,7 @@ func (w *Workload) once(ctx context.Context, i, k int, rng *rand.Rand) bool {
 		token = h.LastToken(i)
 	}
 	end := h.Now()
-	h.Attempt(history.Attempt{Client: i, Worker: k, Key: key, Token: token, Start: start, End: end, OK: err == nil, Err: err})
+	h.Attempt(history.Attempt{Client: i, Worker: k, Key: key, Token: token, Start: start, End: end, OK: err == nil, Err: err, Tries: tries})
 	if err != nil {
 		return false
 	}
