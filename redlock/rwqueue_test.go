@@ -91,3 +91,73 @@ func everyKeyExpires(t *testing.T, s *redistest.Server) {
 		assert.Positive(t, pttl, "key %q has no TTL", key)
 	}
 }
+
+// A read hold's release or roll-back announces the writer at the head only
+// once no reader holds the key on that master: woken while readers hold,
+// the writer would be refused again, and readers that come and go would
+// keep it retrying as fast as they do.
+func TestRWLock_ReadReleaseAnnouncesTheWriterOnceNoReaderHolds(t *testing.T) {
+	srv := masters(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := client(t, srv).nodes[0]
+	psc := subscribeTo(t, srv[0], "k")
+	read := func(token string) request {
+		return request{key: "k", token: token, ttl: 10 * time.Second, read: true, permits: scripts.Readers}
+	}
+	for _, token := range []string{"r1", "r2", "r3"} {
+		g, err := n.acquire(ctx, read(token))
+		require.NoError(t, err)
+		require.True(t, g.OK)
+	}
+	g, err := n.acquire(ctx, request{key: "k", token: "w", ttl: 10 * time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
+	require.NoError(t, err)
+	require.False(t, g.OK, "the writer queues behind the readers")
+
+	// After each step the test publishes a marker of its own: the first
+	// message that arrives is the step's announcement, or the marker.
+	quiet := func(what string) {
+		t.Helper()
+		_, err := srv[0].Do("PUBLISH", suiteNames().Of("k").Channel(), "marker")
+		require.NoError(t, err)
+		msg, ok := psc.Receive().(redis.Message)
+		require.True(t, ok)
+		require.Equal(t, "marker", string(msg.Data), "%s announced %q while readers hold", what, msg.Data)
+	}
+	_, err = n.release(ctx, read("r1"))
+	require.NoError(t, err)
+	quiet("a reader's release")
+	undo := read("r2")
+	undo.rollback = true
+	_, err = n.release(ctx, undo)
+	require.NoError(t, err)
+	quiet("a reader's roll-back")
+	_, err = n.release(ctx, read("r3"))
+	require.NoError(t, err)
+	msg, ok := psc.Receive().(redis.Message)
+	require.True(t, ok, "the last reader's release announced nothing")
+	assert.Equal(t, "w", string(msg.Data), "it names the writer at the head")
+}
+
+// A waiting reader holds no place in the masters' queues, and is woken by
+// an announcement only when nobody queues there: one that names a head
+// names a writer, which refuses readers while it waits, so waking the
+// readers of every client on each release would only get them refused.
+func TestRWLock_WaitingReaderWokenOnlyWhenNobodyQueues(t *testing.T) {
+	c := client(t, masters(t, 1))
+	w := c.hub.join("k", time.Second, lockOptions{read: true}, nil)
+	defer w.leave(false)
+	woken := func() bool {
+		select {
+		case <-w.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	woken() // whatever joining left
+	c.hub.announced("k", "writer")
+	assert.False(t, woken(), "a release naming the writer at the head woke a reader")
+	c.hub.announced("k", "")
+	assert.True(t, woken(), "nobody queues: the reader tries")
+}

@@ -258,7 +258,10 @@ func (h *hub) notify(key string) { h.announced(key, "") }
 // announced wakes a waiter for key when a master announced that key is
 // free for head, the waiter at the head of its queue: the waiter in turn
 // whose place head names, or the first in line when head is "" (nobody
-// queues there) or the first holds no place (a reader).
+// queues there). A reader holds no place, and is woken only when nobody
+// queues: a head that queues is a writer, and readers are refused while
+// one waits (see read.lua), so every release would wake every client's
+// readers to be refused.
 func (h *hub) announced(key, head string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -270,7 +273,7 @@ func (h *hub) announced(key, head string) {
 		if j >= w.width() {
 			break
 		}
-		if head == "" || w.at == nil || w.at.id == head {
+		if head == "" || (w.at != nil && w.at.id == head) {
 			w.poke()
 			return
 		}

@@ -35,6 +35,15 @@ keepPermits(sem, rec, now)
 if waiter ~= '' and redis.call('EXISTS', KEYS[7]) == 0 then
   L.enqueue(queue, leases, waiter, ARGV[7], tonumber(ARGV[8]))
 end
+if channel ~= '' and k == 0 then
+  -- A read hold: a writer takes the key only once no reader holds it here
+  -- (ended holds aside), and a reader is not woken by a release (see
+  -- hub.announced). While other readers hold, nothing is announced: the
+  -- head, woken, would only be refused here again, and readers that come
+  -- and go would keep it retrying as fast as they do.
+  redis.call('ZREMRANGEBYSCORE', sem, '-inf', now)
+  if redis.call('EXISTS', sem) == 1 then return 1 end
+end
 if channel ~= '' then
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if head then head = L.queueHead(queue, leases) end
