@@ -577,10 +577,21 @@ func TestPipeline_Check_AskedWhenDueAndAnsweredInOrder(t *testing.T) {
 		require.NoError(t, wantAnswers(rep, "first", 5), "a new connection: the questions go")
 		assert.Equal(t, "", rep.Value, "no hint beside the questions")
 
-		rep, err = w.within(p, waitLimit, call("second"))
-		require.NoError(t, err)
+		// The connection counts as checked once the first call's done has
+		// returned, which may be just after the test has its reply: the next
+		// call may still ask. Soon one goes without the questions.
+		var id string
+		for try := range 5 {
+			id = fmt.Sprintf("second-%d", try)
+			rep, err = w.within(p, waitLimit, call(id))
+			require.NoError(t, err)
+			if rep.Answers == nil {
+				break
+			}
+			require.NoError(t, wantAnswers(rep, id, 5))
+		}
 		assert.Nil(t, rep.Answers, "same connection, answers taken: no questions")
-		assert.Equal(t, "hint-second", rep.Value)
+		assert.Equal(t, "hint-"+id, rep.Value)
 
 		_, err = srv.Do("CLIENT", "KILL", "TYPE", "normal")
 		require.NoError(t, err)

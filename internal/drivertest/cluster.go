@@ -176,8 +176,12 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		d := openCluster(t, shared, newDriver)
 		slots, masters := spread(t, shared)
 		ask := func(string) *driver.Check { return &driver.Check{Questions: [][]string{{"INFO", "server"}}} }
+		// A connection counts as checked once the call's done has returned,
+		// which may be just after the caller has its reply: the next call
+		// may still ask. Soon none does.
+		const rounds = 6
 		asked := map[string]int{}
-		for range 3 {
+		for range rounds {
 			for _, s := range slots {
 				rep, err := eval(t, d, ctxFor(t, 5*time.Second), driver.Call{Script: set, Keys: []string{keyIn(t, "fresh", s)}, Args: []string{"v"}, Check: ask})
 				require.NoError(t, err)
@@ -189,7 +193,7 @@ func RunCluster(t *testing.T, newDriver NewCluster) {
 		}
 		for _, m := range masters {
 			assert.Positive(t, asked[m], "%s: its first connection is asked", m)
-			assert.Less(t, asked[m], 3, "%s: asked on every call, not once per connection", m)
+			assert.Less(t, asked[m], rounds, "%s: asked on every call, not once per connection", m)
 		}
 	})
 	t.Run("KeysOfTwoSlotsAreCrossSlot", func(t *testing.T) {
