@@ -211,40 +211,36 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 			p := &parts[i]
 			*p = acquirePart{c: c, n: n, key: req.key, window: window}
 			p.out.to = p
-			if s, ok := c.nodes[i].(starter); ok && after.repliedOn(i) {
-				s.startAcquire(ctx, req, &p.out)
+			if after.repliedOn(i) {
+				c.nodes[i].startAcquire(ctx, req, &p.out)
 				return
 			}
 			go func() {
-				if after != nil {
-					unsure, err := after.waitReturned(ctx, i)
-					if err == nil && unsure {
-						err = errTrailUnsure
-					}
-					if err != nil {
-						n.Answer(ask{err: err, unsent: true}, fanout.No, c.nodeErr(i, err))
-						return
-					}
+				unsure, err := after.waitReturned(ctx, i)
+				if err == nil && unsure {
+					err = errTrailUnsure
 				}
-				g, err := c.nodes[i].acquire(ctx, req)
-				n.Answer(c.judge(i, req.key, window, g, err))
+				if err != nil {
+					n.Answer(ask{err: err, unsent: true}, fanout.No, c.nodeErr(i, err))
+					return
+				}
+				c.nodes[i].startAcquire(ctx, req, &p.out)
 			}()
 		})
 	return round{res}, err
 }
 
-// acquirePart is one master's part of an acquisition round, started
-// (see starter): it takes the master's reply into the round.
+// acquirePart is one master's part of an acquisition round: it takes the
+// master's answer into the round.
 type acquirePart struct {
-	out    pending
+	out    pending[scripts.Grant]
 	c      *Client
 	n      *fanout.Node[ask]
 	key    string
 	window time.Duration
 }
 
-func (p *acquirePart) take(v any, err error) {
-	g, err := decodeGrant(v, err)
+func (p *acquirePart) take(g scripts.Grant, err error) {
 	p.n.Answer(p.c.judge(p.n.Index(), p.key, p.window, g, err))
 }
 

@@ -375,3 +375,19 @@ func noChannelACL(version string) bool {
 	minor, err2 := strconv.Atoi(parts[1])
 	return err1 == nil && err2 == nil && (major < 6 || major == 6 && minor < 2)
 }
+
+// decodeGrant is an acquire's answer, from what its call returned.
+func decodeGrant(v any, err error) (scripts.Grant, error) {
+	if err != nil {
+		return scripts.Grant{}, err
+	}
+	return scripts.DecodeGrant(v)
+}
+
+// decodeReleased is a release's answer, from what its call returned.
+func decodeReleased(v any, err error) (scripts.Released, error) {
+	if err != nil {
+		return scripts.NotHeld, err
+	}
+	return scripts.DecodeReleased(v)
+}

@@ -316,7 +316,7 @@ func runContract(t *testing.T, n node, steps []step) {
 		}
 		switch s.op {
 		case "acquire":
-			g, err := n.acquire(ctx, req)
+			g, err := awaitAcquire(ctx, n, req)
 			require.NoError(t, err, "step %d", at)
 			require.Equal(t, s.ok, g.OK, "step %d: granted", at)
 			if g.OK {
@@ -339,7 +339,7 @@ func runContract(t *testing.T, n node, steps []step) {
 			if s.fence != "" {
 				req.fence = offset(t, counters, s.fence)
 			}
-			r, err := n.release(ctx, req)
+			r, err := awaitRelease(ctx, n, req)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.released, r, "step %d", at)
 		case "fence":

@@ -145,7 +145,7 @@ func (l *Lock) retakeOn(i int, req request, res *fanout.Result[scripts.Extended]
 	}
 	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	g, err := c.nodes[i].acquire(ctx, req)
+	g, err := awaitAcquire(ctx, c.nodes[i], req)
 	if err != nil {
 		return true
 	}

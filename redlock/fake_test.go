@@ -222,6 +222,16 @@ func (k *fakeKey) heldBy(r request) bool {
 	return k.owner == r.owner && k.holds[r.token]
 }
 
+// startAcquire answers from a goroutine of its own, as a connection's
+// reader would.
+func (f *fakeNode) startAcquire(ctx context.Context, r request, p *pending[scripts.Grant]) {
+	go func() { p.to.take(f.acquire(ctx, r)) }()
+}
+
+func (f *fakeNode) startRelease(ctx context.Context, r request, p *pending[scripts.Released]) {
+	go func() { p.to.take(f.release(ctx, r)) }()
+}
+
 func (f *fakeNode) acquire(ctx context.Context, r request) (scripts.Grant, error) {
 	mode := f.record("acquire", r.key, r.token)
 	if mode != hang {

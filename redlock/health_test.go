@@ -86,11 +86,11 @@ func TestServers_OneShardDown_LoggedOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for range 20 {
-		m.acquire(ctx, request{key: "{a}k", token: "t"})
-		m.acquire(ctx, request{key: "{b}k", token: "t"})
+		awaitAcquire(ctx, m, request{key: "{a}k", token: "t"})
+		awaitAcquire(ctx, m, request{key: "{b}k", token: "t"})
 	}
 	down = false
-	m.acquire(ctx, request{key: "{b}k", token: "t"})
+	awaitAcquire(ctx, m, request{key: "{b}k", token: "t"})
 	lines := out.lines()
 	require.Len(t, lines, 2, "one note when shard b fails, one when it answers again: %q", lines)
 	assert.Contains(t, lines[0], "not answering")
@@ -115,7 +115,7 @@ func TestServers_ClusterChangeIsNotPermanent(t *testing.T) {
 				return "shard", driver.Error(reply)
 			}}, quiet())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, err := m.acquire(ctx, request{key: "k", token: "t"})
+			_, err := awaitAcquire(ctx, m, request{key: "k", token: "t"})
 			cancel()
 			require.Error(t, err)
 			code := strings.Fields(reply)[0]
@@ -179,7 +179,7 @@ func TestMaster_NotesItsSilence(t *testing.T) {
 			m := stubMaster(drv, quiet())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			m.acquire(ctx, request{key: "k", token: "t"})
+			awaitAcquire(ctx, m, request{key: "k", token: "t"})
 			assert.Equal(t, !sharded, m.silent(0))
 		})
 	}

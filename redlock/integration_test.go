@@ -436,7 +436,7 @@ func TestIntegration_Reentrancy(t *testing.T) {
 	for _, owner := range []string{"job-1", ""} {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		g, err := c.nodes[0].acquire(ctx, request{key: "list", token: "t", owner: owner, ttl: time.Second, keep: time.Minute})
+		g, err := awaitAcquire(ctx, c.nodes[0], request{key: "list", token: "t", owner: owner, ttl: time.Second, keep: time.Minute})
 		require.NoError(t, err)
 		assert.False(t, g.OK)
 		assert.Equal(t, scripts.Unknown, g.Holder, "a master names the holder of a key of another kind")

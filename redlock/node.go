@@ -91,9 +91,13 @@ func (cs *calls) of(e *callFor, r request, n scripts.Names, build func() driver.
 // master; tests substitute in-memory nodes to drive every outcome.
 type node interface {
 	addr() string
-	acquire(ctx context.Context, r request) (scripts.Grant, error)
+	// startAcquire and startRelease start an acquire or a release and hand
+	// what the master answered to p's taker, exactly once, from any
+	// goroutine: master's from its connection's reader, with no goroutine
+	// of the lock's waiting for it. The caller keeps p until then.
+	startAcquire(ctx context.Context, r request, p *pending[scripts.Grant])
+	startRelease(ctx context.Context, r request, p *pending[scripts.Released])
 	extend(ctx context.Context, r request) (scripts.Extended, error)
-	release(ctx context.Context, r request) (scripts.Released, error)
 	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
 	// leave takes waiter out of key's waiting queue, for good: an acquire
 	// of the waiter arriving within lease does not queue it again.
@@ -113,29 +117,21 @@ type node interface {
 	subscribe(ctx context.Context) (driver.Subscription, error)
 }
 
-// starter is a node that can start an acquire or a release and hand what
-// the master answered to a taker later, with no goroutine waiting for it
-// (see driver.Master.Start). The caller keeps the call's pending, its
-// taker set, until the taker is called.
-type starter interface {
-	startAcquire(ctx context.Context, r request, p *pending)
-	startRelease(ctx context.Context, r request, p *pending)
-}
-
-// taker takes what a master answered a started call: the script's reply,
+// taker takes what a master answered a started call: the decoded reply,
 // or why the call failed. It is called exactly once, from any goroutine.
-type taker interface {
-	take(v any, err error)
+type taker[T any] interface {
+	take(v T, err error)
 }
 
 // pending is a call started on a master until its reply is in: the driver
 // hands the reply to it (driver.Done), and it hands what the master
-// answered to its taker. Its caller keeps it, in a fan-out's parts, so
-// that a call costs no allocation of its own.
-type pending struct {
+// answered, decoded, to its taker (see start). Its caller keeps it, in a fan-out's
+// parts, so that a call costs no allocation of its own.
+type pending[T any] struct {
+	to     taker[T]
 	m      *master
 	call   driver.Call
-	to     taker
+	decode func(any) (T, error)
 	cancel context.CancelFunc // ends the real-clock deadline start gave the driver
 	// started is the node's read count when the call went out (see
 	// servers.reads).
@@ -143,9 +139,46 @@ type pending struct {
 }
 
 // Returned takes the driver's reply.
-func (p *pending) Returned(rep driver.Reply, err error) {
+func (p *pending[T]) Returned(rep driver.Reply, err error) {
 	p.cancel()
-	p.to.take(p.m.answered(p.call, rep, err, p.started))
+	v, err := p.m.answered(p.call, rep, err, p.started)
+	if err != nil {
+		var zero T
+		p.to.take(zero, err)
+		return
+	}
+	p.to.take(p.decode(v))
+}
+
+// awaitAcquire is an acquire on n for a caller with a goroutine of its own
+// to wait in: background work, and tests.
+func awaitAcquire(ctx context.Context, n node, r request) (scripts.Grant, error) {
+	return awaitCall(func(p *pending[scripts.Grant]) { n.startAcquire(ctx, r, p) })
+}
+
+// awaitRelease is awaitAcquire's release.
+func awaitRelease(ctx context.Context, n node, r request) (scripts.Released, error) {
+	return awaitCall(func(p *pending[scripts.Released]) { n.startRelease(ctx, r, p) })
+}
+
+func awaitCall[T any](start func(p *pending[T])) (T, error) {
+	w := awaited[T]{got: make(chan struct{})}
+	p := &pending[T]{to: &w}
+	start(p)
+	<-w.got
+	return w.v, w.err
+}
+
+// awaited is await's taker.
+type awaited[T any] struct {
+	v   T
+	err error
+	got chan struct{}
+}
+
+func (w *awaited[T]) take(v T, err error) {
+	w.v, w.err = v, err
+	close(w.got)
 }
 
 // master runs the lock's scripts on one master through its driver.
@@ -177,23 +210,9 @@ func (m *master) subscribe(ctx context.Context) (driver.Subscription, error) {
 	return m.drv.Subscribe(ctx)
 }
 
-func (m *master) acquire(ctx context.Context, r request) (scripts.Grant, error) {
-	return decodeGrant(m.eval(ctx, m.acquireCall(r)))
-}
-
-// startAcquire is acquire through master.start: p's taker takes the
-// reply undecoded (see decodeGrant).
-func (m *master) startAcquire(ctx context.Context, r request, p *pending) {
-	m.start(ctx, m.acquireCall(r), p)
-}
-
-// decodeGrant is what acquire returns, from what a started acquire's taker
-// was given.
-func decodeGrant(v any, err error) (scripts.Grant, error) {
-	if err != nil {
-		return scripts.Grant{}, err
-	}
-	return scripts.DecodeGrant(v)
+func (m *master) startAcquire(ctx context.Context, r request, p *pending[scripts.Grant]) {
+	p.decode = scripts.DecodeGrant
+	start(ctx, m, m.acquireCall(r), p)
 }
 
 func (m *master) acquireCall(r request) driver.Call {
@@ -234,23 +253,9 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 	return scripts.DecodeExtended(v)
 }
 
-func (m *master) release(ctx context.Context, r request) (scripts.Released, error) {
-	return decodeReleased(m.eval(ctx, m.releaseCall(r)))
-}
-
-// startRelease is release through master.start: p's taker takes the
-// reply undecoded (see decodeReleased).
-func (m *master) startRelease(ctx context.Context, r request, p *pending) {
-	m.start(ctx, m.releaseCall(r), p)
-}
-
-// decodeReleased is what release returns, from what a started release's
-// taker was given.
-func decodeReleased(v any, err error) (scripts.Released, error) {
-	if err != nil {
-		return scripts.NotHeld, err
-	}
-	return scripts.DecodeReleased(v)
+func (m *master) startRelease(ctx context.Context, r request, p *pending[scripts.Released]) {
+	p.decode = scripts.DecodeReleased
+	start(ctx, m, m.releaseCall(r), p)
 }
 
 func (m *master) releaseCall(r request) driver.Call {
@@ -307,43 +312,27 @@ func (m *master) inspect(ctx context.Context, key, token, owner string) (scripts
 	return scripts.DecodeState(v)
 }
 
-// eval runs one call through the driver, hands the guard what the call
-// learned of the master, and notes how it went.
+// eval runs one call through the driver and waits for what the master
+// answered (see start).
 func (m *master) eval(ctx context.Context, call driver.Call) (any, error) {
+	return awaitCall(func(p *pending[any]) {
+		p.decode = asIs
+		start(ctx, m, call, p)
+	})
+}
+
+func asIs(v any) (any, error) { return v, nil }
+
+// start runs one call through the driver, without a goroutine of the
+// lock's waiting: p takes the reply inside Returned, where it hands the
+// guard what the call learned of the master, and its taker what the master
+// answered, decoded. The reply must be taken there: the driver counts a
+// connection as checked once Returned has returned with the guard's
+// answers (see driver.Master.Start).
+func start[T any](ctx context.Context, m *master, call driver.Call, p *pending[T]) {
 	if _, err := remaining(ctx, m.clock); err != nil {
-		return nil, err
-	}
-	rctx, cancel := m.realDeadline(ctx)
-	defer cancel()
-	e := evaluated{m: m, call: m.checked(call), started: m.servers.reads.Load(), got: make(chan struct{})}
-	m.drv.Start(rctx, e.call, &e)
-	<-e.got
-	return e.v, e.err
-}
-
-// evaluated is eval's call: the master's reply is taken inside Returned, as
-// a started call's is (see pending), since the driver counts a connection
-// as checked once Returned has returned with the guard's answers (see
-// driver.Master.Start).
-type evaluated struct {
-	m       *master
-	call    driver.Call
-	started uint64 // as pending's
-	v       any
-	err     error
-	got     chan struct{}
-}
-
-func (e *evaluated) Returned(rep driver.Reply, err error) {
-	e.v, e.err = e.m.answered(e.call, rep, err, e.started)
-	close(e.got)
-}
-
-// start is eval without a goroutine of the lock's waiting: p's taker
-// takes what eval would return, from the goroutine the driver gives it.
-func (m *master) start(ctx context.Context, call driver.Call, p *pending) {
-	if _, err := remaining(ctx, m.clock); err != nil {
-		p.to.take(nil, err)
+		var zero T
+		p.to.take(zero, err)
 		return
 	}
 	rctx, cancel := m.realDeadline(ctx)

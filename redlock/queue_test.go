@@ -81,7 +81,7 @@ func placeOn(t *testing.T, c *Client, key, waiter string, ticket int64, lease ti
 	t.Helper()
 	for i, n := range c.nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		g, err := n.acquire(ctx, request{key: key, token: "dead-" + waiter, ttl: time.Second, waiter: waiter, ticket: ticket, lease: lease})
+		g, err := awaitAcquire(ctx, n, request{key: key, token: "dead-" + waiter, ttl: time.Second, waiter: waiter, ticket: ticket, lease: lease})
 		cancel()
 		require.NoError(t, err, "master %d", i)
 		require.False(t, g.OK, "master %d granted the key: the test needs it held", i)
@@ -371,44 +371,44 @@ func TestIntegration_Queue_RollBackKeepsTheHeadsPlace(t *testing.T) {
 			c := client(t, srv)
 			m := c.nodes[0]
 			holder := request{key: "split", token: "holder", ttl: 10 * time.Second}
-			g, err := m.acquire(ctx, holder)
+			g, err := awaitAcquire(ctx, m, holder)
 			require.NoError(t, err)
 			require.True(t, g.OK)
 			head := request{key: "split", token: "head-try", ttl: time.Second, waiter: "head", ticket: 1, lease: 10 * time.Second}
 			behind := request{key: "split", token: "behind-try", ttl: time.Second, waiter: "behind", ticket: 2, lease: 10 * time.Second}
 			for _, r := range []request{head, behind} {
-				g, err := m.acquire(ctx, r)
+				g, err := awaitAcquire(ctx, m, r)
 				require.NoError(t, err)
 				require.False(t, g.OK)
 				assert.Equal(t, "head", g.Head)
 			}
-			_, err = m.release(ctx, holder)
+			_, err = awaitRelease(ctx, m, holder)
 			require.NoError(t, err)
 
-			g, err = m.acquire(ctx, head)
+			g, err = awaitAcquire(ctx, m, head)
 			require.NoError(t, err)
 			require.True(t, g.OK, "the head takes the free key")
 			assert.Equal(t, 1, queued(t, srv[0], "split"), "the grant took the head out of the queue")
 			rb := head
 			rb.rollback = true
-			_, err = m.release(ctx, rb)
+			_, err = awaitRelease(ctx, m, rb)
 			require.NoError(t, err)
-			g, err = m.acquire(ctx, behind)
+			g, err = awaitAcquire(ctx, m, behind)
 			require.NoError(t, err)
 			assert.False(t, g.OK, "the waiter behind takes the key before the head")
 			assert.Equal(t, "head", g.Head, "the roll-back put the head back in line")
 
 			again := head
 			again.token = "head-try-again" // the first try's tombstone turns its token away
-			g, err = m.acquire(ctx, again)
+			g, err = awaitAcquire(ctx, m, again)
 			require.NoError(t, err)
 			require.True(t, g.OK)
 			require.NoError(t, m.leave(ctx, "split", "head", 10*time.Second))
 			rb = again
 			rb.rollback = true
-			_, err = m.release(ctx, rb)
+			_, err = awaitRelease(ctx, m, rb)
 			require.NoError(t, err)
-			g, err = m.acquire(ctx, behind)
+			g, err = awaitAcquire(ctx, m, behind)
 			require.NoError(t, err)
 			assert.True(t, g.OK, "a waiter that left is not put back in line")
 		})
@@ -464,25 +464,25 @@ func TestIntegration_Queue_RollBackAnnouncesTheHead(t *testing.T) {
 	psc := subscribeTo(t, srv[0], "split")
 
 	try := request{key: "split", token: "try", ttl: time.Second}
-	g, err := m.acquire(ctx, try)
+	g, err := awaitAcquire(ctx, m, try)
 	require.NoError(t, err)
 	require.True(t, g.OK)
-	g, err = m.acquire(ctx, request{key: "split", token: "w-try", ttl: time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
+	g, err = awaitAcquire(ctx, m, request{key: "split", token: "w-try", ttl: time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
 	require.NoError(t, err)
 	require.False(t, g.OK)
 	try.rollback = true
-	_, err = m.release(ctx, try)
+	_, err = awaitRelease(ctx, m, try)
 	require.NoError(t, err)
 	msg, ok := psc.Receive().(redis.Message)
 	require.True(t, ok, "the roll-back announced the key free")
 	assert.Equal(t, "w", string(msg.Data), "to the head of the line")
 
 	w := request{key: "split", token: "w-try-2", ttl: time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second}
-	g, err = m.acquire(ctx, w)
+	g, err = awaitAcquire(ctx, m, w)
 	require.NoError(t, err)
 	require.True(t, g.OK, "the head takes the free key")
 	w.rollback = true
-	_, err = m.release(ctx, w)
+	_, err = awaitRelease(ctx, m, w)
 	require.NoError(t, err)
 	assert.Equal(t, 1, queued(t, srv[0], "split"), "the roll-back put the head back in line")
 	switch m := psc.ReceiveWithTimeout(300 * time.Millisecond).(type) {

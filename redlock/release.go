@@ -93,11 +93,6 @@ func (l *Lock) release(ctx context.Context) error {
 	res, err := fanOutStarts(ctx, c, c.overMasters(c.need(l.req.quorum), timeout),
 		func(fctx context.Context, nd *fanout.Node[scripts.Released]) {
 			i := nd.Index()
-			s, ok := c.nodes[i].(starter)
-			if !ok {
-				go func() { nd.Answer(l.releaseOn(ctx, i, timeout)) }()
-				return
-			}
 			// Every request of this lock on its way here has returned (the
 			// common case): the delete goes out now, within the fan-out's
 			// deadline.
@@ -105,7 +100,7 @@ func (l *Lock) release(ctx context.Context) error {
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout}
 				p.out.to = p
-				s.startRelease(fctx, p.r, &p.out)
+				c.nodes[i].startRelease(fctx, p.r, &p.out)
 				return
 			}
 			// A request of this lock is still on its way here: the delete
@@ -119,7 +114,7 @@ func (l *Lock) release(ctx context.Context) error {
 				p := &parts[i]
 				*p = releasePart{l: l, n: nd, r: l.releaseOf(i, unsure), timeout: timeout, cancel: cancel}
 				p.out.to = p
-				s.startRelease(dctx, p.r, &p.out)
+				c.nodes[i].startRelease(dctx, p.r, &p.out)
 			})
 		})
 	if err != nil {
@@ -159,7 +154,7 @@ func (l *Lock) releaseOn(ctx context.Context, i int, timeout time.Duration) (scr
 	ctx, cancel := l.c.o.clock.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := l.releaseOf(i, unsure)
-	out, err := l.c.nodes[i].release(ctx, r)
+	out, err := awaitRelease(ctx, l.c.nodes[i], r)
 	return l.released(i, r, out, err, timeout)
 }
 
@@ -193,10 +188,10 @@ func (l *Lock) released(i int, r request, out scripts.Released, err error, timeo
 	return out, fanout.Yes, nil
 }
 
-// releasePart is one master's part of a release, started (see starter):
-// it takes the master's reply into the release.
+// releasePart is one master's part of a release: it takes the master's
+// answer into the release.
 type releasePart struct {
-	out     pending
+	out     pending[scripts.Released]
 	l       *Lock
 	n       *fanout.Node[scripts.Released]
 	r       request
@@ -204,11 +199,10 @@ type releasePart struct {
 	cancel  context.CancelFunc // the delete's own deadline, when it has one; nil when not
 }
 
-func (p *releasePart) take(v any, err error) {
+func (p *releasePart) take(out scripts.Released, err error) {
 	if p.cancel != nil {
 		p.cancel()
 	}
-	out, err := decodeReleased(v, err)
 	p.n.Answer(p.l.released(p.n.Index(), p.r, out, err, p.timeout))
 }
 

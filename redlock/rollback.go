@@ -73,7 +73,7 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 // after the first try; redelete tries again if that one failed.
 func (c *Client) rollbackOn(i int, req request, timeout time.Duration, until time.Time, finished chan<- int) {
 	ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-	_, err := c.nodes[i].release(ctx, req)
+	_, err := awaitRelease(ctx, c.nodes[i], req)
 	cancel()
 	finished <- i
 	if err != nil {
@@ -103,7 +103,7 @@ func (c *Client) redelete(i int, req request, err error, timeout time.Duration, 
 			return
 		}
 		ctx, cancel := c.o.clock.WithTimeout(context.Background(), timeout)
-		_, err = c.nodes[i].release(ctx, req)
+		_, err = awaitRelease(ctx, c.nodes[i], req)
 		cancel()
 		if err == nil {
 			return

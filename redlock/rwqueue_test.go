@@ -32,13 +32,13 @@ func TestRWLock_ScriptsQueue(t *testing.T) {
 			}
 			grant := func(r request) scripts.Grant {
 				t.Helper()
-				g, err := n.acquire(ctx, r)
+				g, err := awaitAcquire(ctx, n, r)
 				require.NoError(t, err)
 				return g
 			}
 			release := func(r request) {
 				t.Helper()
-				rel, err := n.release(ctx, r)
+				rel, err := awaitRelease(ctx, n, r)
 				require.NoError(t, err)
 				require.Equal(t, scripts.Freed, rel, "release of %s", r.token)
 			}
@@ -106,11 +106,11 @@ func TestRWLock_ReadReleaseAnnouncesTheWriterOnceNoReaderHolds(t *testing.T) {
 		return request{key: "k", token: token, ttl: 10 * time.Second, read: true, permits: scripts.Readers}
 	}
 	for _, token := range []string{"r1", "r2", "r3"} {
-		g, err := n.acquire(ctx, read(token))
+		g, err := awaitAcquire(ctx, n, read(token))
 		require.NoError(t, err)
 		require.True(t, g.OK)
 	}
-	g, err := n.acquire(ctx, request{key: "k", token: "w", ttl: 10 * time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
+	g, err := awaitAcquire(ctx, n, request{key: "k", token: "w", ttl: 10 * time.Second, waiter: "w", ticket: 1, lease: 10 * time.Second})
 	require.NoError(t, err)
 	require.False(t, g.OK, "the writer queues behind the readers")
 
@@ -124,15 +124,15 @@ func TestRWLock_ReadReleaseAnnouncesTheWriterOnceNoReaderHolds(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, "marker", string(msg.Data), "%s announced %q while readers hold", what, msg.Data)
 	}
-	_, err = n.release(ctx, read("r1"))
+	_, err = awaitRelease(ctx, n, read("r1"))
 	require.NoError(t, err)
 	quiet("a reader's release")
 	undo := read("r2")
 	undo.rollback = true
-	_, err = n.release(ctx, undo)
+	_, err = awaitRelease(ctx, n, undo)
 	require.NoError(t, err)
 	quiet("a reader's roll-back")
-	_, err = n.release(ctx, read("r3"))
+	_, err = awaitRelease(ctx, n, read("r3"))
 	require.NoError(t, err)
 	msg, ok := psc.Receive().(redis.Message)
 	require.True(t, ok, "the last reader's release announced nothing")

@@ -298,7 +298,7 @@ func TestIntegration_PermitQueue_RankBelowFree(t *testing.T) {
 			}
 			step := func(r request, ok bool, rank int64) {
 				t.Helper()
-				g, err := m.acquire(ctx, r)
+				g, err := awaitAcquire(ctx, m, r)
 				require.NoError(t, err)
 				require.Equal(t, ok, g.OK, "%s (%s): granted", r.token, r.waiter)
 				if !ok && r.waiter != "" {
@@ -310,15 +310,15 @@ func TestIntegration_PermitQueue_RankBelowFree(t *testing.T) {
 			for i, w := range []string{"w0", "w1", "w2"} {
 				step(permit(w+"-1", w, int64(i+1)), false, int64(i))
 			}
-			_, err := m.release(ctx, permit("a", "", 0))
+			_, err := awaitRelease(ctx, m, permit("a", "", 0))
 			require.NoError(t, err)
 			step(permit("t", "", 0), false, 0)      // three wait for one free permit
 			step(permit("w2-2", "w2", 3), false, 2) // behind two
 			step(permit("w1-2", "w1", 2), false, 1) // behind one
 			step(permit("w0-2", "w0", 1), true, 0)  // first in line
-			_, err = m.release(ctx, permit("b", "", 0))
+			_, err = awaitRelease(ctx, m, permit("b", "", 0))
 			require.NoError(t, err)
-			_, err = m.release(ctx, permit("w0-2", "", 0))
+			_, err = awaitRelease(ctx, m, permit("w0-2", "", 0))
 			require.NoError(t, err)
 			step(permit("w2-3", "w2", 3), true, 0) // rank 1, below the two free
 			step(permit("t", "", 0), false, 0)     // one waits for one free permit
@@ -408,25 +408,25 @@ func TestIntegration_PermitRelease_AnnouncesTheWaiterItLetsIn(t *testing.T) {
 				return r
 			}
 			for _, token := range []string{"a", "b"} {
-				g, err := m.acquire(ctx, permit(token, "", 0))
+				g, err := awaitAcquire(ctx, m, permit(token, "", 0))
 				require.NoError(t, err)
 				require.True(t, g.OK)
 			}
 			for i, w := range []string{"w0", "w1", "w2"} {
-				g, err := m.acquire(ctx, permit(w+"-1", w, int64(i+1)))
+				g, err := awaitAcquire(ctx, m, permit(w+"-1", w, int64(i+1)))
 				require.NoError(t, err)
 				require.False(t, g.OK)
 			}
-			_, err := m.release(ctx, permit("a", "", 0))
+			_, err := awaitRelease(ctx, m, permit("a", "", 0))
 			require.NoError(t, err)
 			announced("w0") // one permit free: the head alone may take it
-			_, err = m.release(ctx, permit("b", "", 0))
+			_, err = awaitRelease(ctx, m, permit("b", "", 0))
 			require.NoError(t, err)
 			announced("w0", "w1") // two free: the head, and the one behind it
-			g, err := m.acquire(ctx, permit("w0-2", "w0", 1))
+			g, err := awaitAcquire(ctx, m, permit("w0-2", "w0", 1))
 			require.NoError(t, err)
 			require.True(t, g.OK)
-			_, err = m.release(ctx, permit("w0-2", "", 0))
+			_, err = awaitRelease(ctx, m, permit("w0-2", "", 0))
 			require.NoError(t, err)
 			announced("w1", "w2") // nothing came in between: messages arrive in order
 		})
@@ -450,7 +450,7 @@ func TestIntegration_Semaphore_ReleaseWakesTheWaiterItLetsIn(t *testing.T) {
 	waitHeld(t, "let-in", srv...)
 	// A waiter with no Lock call behind it heads the line on every master.
 	for i, n := range holder.nodes {
-		g, err := n.acquire(ctx, request{key: "let-in", token: "dead-1", ttl: time.Second, permits: 2, quorum: hs.Quorum(),
+		g, err := awaitAcquire(ctx, n, request{key: "let-in", token: "dead-1", ttl: time.Second, permits: 2, quorum: hs.Quorum(),
 			waiter: "dead", ticket: 1, lease: time.Minute})
 		require.NoError(t, err, "master %d", i)
 		require.False(t, g.OK, "master %d", i)
