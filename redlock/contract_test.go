@@ -332,7 +332,7 @@ func runContract(t *testing.T, n node, steps []step) {
 				assert.Equal(t, s.recorded, g.Permits, "step %d: the K recorded", at)
 			}
 		case "extend":
-			e, err := n.extend(ctx, req)
+			e, err := awaitExtend(ctx, n, req)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.extended, e, "step %d", at)
 		case "release":

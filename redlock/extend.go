@@ -78,16 +78,13 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	c.noteTTL(ttl)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
-	res, err := fanOut(ctx, c, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
-		func(ctx context.Context, i int) (scripts.Extended, fanout.Vote, error) {
-			e, err := c.nodes[i].extend(ctx, req)
-			if err != nil {
-				return scripts.Lapsed, fanout.No, c.nodeErr(i, err)
-			}
-			if e != scripts.Renewed {
-				return e, fanout.No, c.nodeErr(i, ErrLockNotHeld)
-			}
-			return e, c.vote(i, req.key, window), nil
+	parts := make([]extendPart, len(c.nodes)) // one allocation for every master's part
+	res, err := fanOutStarts(ctx, c, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
+		func(ctx context.Context, n *fanout.Node[scripts.Extended]) {
+			p := &parts[n.Index()]
+			*p = extendPart{c: c, n: n, key: req.key, window: window}
+			p.out.to = p
+			c.nodes[n.Index()].startExtend(ctx, req, &p.out)
 		})
 	if err != nil {
 		return time.Time{}, err
@@ -98,6 +95,28 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 		return start.Add(ttl - c.o.drift.Reserve(ttl)), nil
 	}
 	return time.Time{}, l.notExtended(res, validity, window, c.nodeTimeout(ttl))
+}
+
+// extendPart is one master's part of an extension: it takes the master's
+// answer into the extension.
+type extendPart struct {
+	out    pending[scripts.Extended]
+	c      *Client
+	n      *fanout.Node[scripts.Extended]
+	key    string
+	window time.Duration
+}
+
+func (p *extendPart) take(e scripts.Extended, err error) {
+	i, c := p.n.Index(), p.c
+	switch {
+	case err != nil:
+		p.n.Answer(scripts.Lapsed, fanout.No, c.nodeErr(i, err))
+	case e != scripts.Renewed:
+		p.n.Answer(e, fanout.No, c.nodeErr(i, ErrLockNotHeld))
+	default:
+		p.n.Answer(e, c.vote(i, p.key, p.window), nil)
+	}
 }
 
 // retake sets the lock again, in the background, on masters where the

@@ -228,6 +228,10 @@ func (f *fakeNode) startAcquire(ctx context.Context, r request, p *pending[scrip
 	go func() { p.to.take(f.acquire(ctx, r)) }()
 }
 
+func (f *fakeNode) startExtend(ctx context.Context, r request, p *pending[scripts.Extended]) {
+	go func() { p.to.take(f.extend(ctx, r)) }()
+}
+
 func (f *fakeNode) startRelease(ctx context.Context, r request, p *pending[scripts.Released]) {
 	go func() { p.to.take(f.release(ctx, r)) }()
 }

@@ -91,13 +91,13 @@ func (cs *calls) of(e *callFor, r request, n scripts.Names, build func() driver.
 // master; tests substitute in-memory nodes to drive every outcome.
 type node interface {
 	addr() string
-	// startAcquire and startRelease start an acquire or a release and hand
-	// what the master answered to p's taker, exactly once, from any
-	// goroutine: master's from its connection's reader, with no goroutine
-	// of the lock's waiting for it. The caller keeps p until then.
+	// startAcquire, startExtend and startRelease start an operation on the
+	// lock and hand what the master answered to p's taker, exactly once,
+	// from any goroutine: master's from its connection's reader, with no
+	// goroutine of the lock's waiting for it. The caller keeps p until then.
 	startAcquire(ctx context.Context, r request, p *pending[scripts.Grant])
+	startExtend(ctx context.Context, r request, p *pending[scripts.Extended])
 	startRelease(ctx context.Context, r request, p *pending[scripts.Released])
-	extend(ctx context.Context, r request) (scripts.Extended, error)
 	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
 	// leave takes waiter out of key's waiting queue, for good: an acquire
 	// of the waiter arriving within lease does not queue it again.
@@ -154,6 +154,11 @@ func (p *pending[T]) Returned(rep driver.Reply, err error) {
 // to wait in: background work, and tests.
 func awaitAcquire(ctx context.Context, n node, r request) (scripts.Grant, error) {
 	return awaitCall(func(p *pending[scripts.Grant]) { n.startAcquire(ctx, r, p) })
+}
+
+// awaitExtend is awaitAcquire's extension.
+func awaitExtend(ctx context.Context, n node, r request) (scripts.Extended, error) {
+	return awaitCall(func(p *pending[scripts.Extended]) { n.startExtend(ctx, r, p) })
 }
 
 // awaitRelease is awaitAcquire's release.
@@ -238,7 +243,7 @@ func (m *master) acquireCall(r request) driver.Call {
 	return r.calls.of(&r.calls.acquire, r, m.names, build)
 }
 
-func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error) {
+func (m *master) startExtend(ctx context.Context, r request, p *pending[scripts.Extended]) {
 	call := scripts.Extend{Key: r.key, Token: r.token, TTL: r.ttl, Owner: r.owner}.Call(m.scripts, m.names)
 	if r.permits > 0 {
 		call = scripts.PermitExtend{Key: r.key, Token: r.token, TTL: r.ttl, Permits: r.permits}.Call(m.scripts, m.names)
@@ -246,11 +251,8 @@ func (m *master) extend(ctx context.Context, r request) (scripts.Extended, error
 	if r.set != nil {
 		call = scripts.ExtendAll{Keys: r.set.keys, Token: r.token, TTL: r.ttl}.Call(m.scripts, m.names)
 	}
-	v, err := m.eval(ctx, call)
-	if err != nil {
-		return scripts.Lapsed, err
-	}
-	return scripts.DecodeExtended(v)
+	p.decode = scripts.DecodeExtended
+	start(ctx, m, call, p)
 }
 
 func (m *master) startRelease(ctx context.Context, r request, p *pending[scripts.Released]) {
