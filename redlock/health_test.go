@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
@@ -337,6 +340,107 @@ func TestGuard_ALateReadNeverLetsAMasterVoteSooner(t *testing.T) {
 	assert.False(t, g.load().trusted(clk.Now(), window))
 	clk.Advance(window)
 	assert.True(t, g.load().trusted(clk.Now(), window), "the quarantine ends")
+}
+
+// The sequence of TestGuard_ALateReadNeverLetsAMasterVoteSooner through a
+// real driver and a real restart: a reply of a durable master's process,
+// read on a fresh connection and held up before the lock takes it, reaches
+// the lock only after the master restarted without persistence and a
+// read of the new process was recorded. The master still does not vote.
+func TestIntegration_Guard_ALateReadOfTheOldProcessNeverLetsItVote(t *testing.T) {
+	const window = 5 * time.Second
+	srv := mastersWith(t, 3, redistest.FsyncAlways)
+	held := &heldMaster{release: make(chan struct{})}
+	ms := make([]driver.Master, len(srv))
+	for i, u := range urls(srv) {
+		m, err := redigo.Open(u)
+		require.NoError(t, err)
+		ms[i] = m
+	}
+	held.Master, ms[0] = ms[0], held
+	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithCloseDrivers())()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	released := sync.OnceFunc(func() { close(held.release) })
+	t.Cleanup(released) // before Close: a reply held when the test fails
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lockOn := func(key string) []int {
+		t.Helper()
+		l, err := c.TryLock(ctx, key, time.Second)
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		return l.Granted()
+	}
+
+	// A durable master votes from its first read. (An attempt returns at
+	// quorum, with or without master 0's answer.)
+	for i := 0; !slices.Contains(lockOn("first"), 0); i++ {
+		require.Less(t, i, 100, "a durable master did not vote")
+		time.Sleep(10 * time.Millisecond)
+	}
+	old := c.nodes[0].health("first").runID
+
+	// A fresh connection to the same process: its first call asks, and
+	// the reply is held. (An Inspect: nothing follows its late reply.)
+	do(t, srv[0], "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+	held.hold.Store(true)
+	_, err = c.Inspect(ctx, "held")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return held.held.Load() == 1 }, 2*time.Second, 5*time.Millisecond, "no reply carrying the guard's answers")
+
+	// The master restarts empty and without persistence; a call reads the
+	// new process once the driver has a connection to it.
+	require.NoError(t, srv[0].Kill())
+	require.NoError(t, srv[0].Restart(redistest.Ephemeral))
+	restarted := time.Now()
+	for i := 0; c.nodes[0].health("after").runID == old; i++ {
+		require.Less(t, i, 100, "no read of the new process")
+		require.NotContains(t, lockOn("after"), 0, "a restarted master without persistence voted at once")
+		time.Sleep(10 * time.Millisecond)
+	}
+	own := c.nodes[0].(*master).servers.own
+	require.Eventually(t, func() bool { return !own.recheck.Load() }, 2*time.Second, time.Millisecond, "the new process's read was never confirmed")
+
+	// The old process's read arrives. What the lock knows of the master
+	// then judges the vote of every reply that comes in before the read it
+	// asks for at once: the master is still out.
+	released()
+	var late health
+	require.Eventually(t, func() bool { late = c.nodes[0].health("late"); return late.runID == old }, 2*time.Second, time.Millisecond,
+		"the held read was never recorded")
+	assert.NotEmpty(t, late.distrust(time.Now(), window), "trusted once a late read of the old process came in")
+	for i := 0; time.Since(restarted) < window-time.Second; i++ {
+		require.Less(t, i, 100)
+		require.NotContains(t, lockOn(fmt.Sprintf("late-%d", i)), 0,
+			"voted %v after its restart, within the window, once a late read of the old process came in", time.Since(restarted).Round(time.Millisecond))
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// heldMaster is a driver.Master that, once hold is set, holds up the next
+// reply carrying the guard's answers until release is closed: a reply read
+// before the lock takes it.
+type heldMaster struct {
+	driver.Master
+	hold    atomic.Bool
+	held    atomic.Int32
+	release chan struct{}
+}
+
+func (m *heldMaster) Start(ctx context.Context, call driver.Call, done driver.Done) {
+	m.Master.Start(ctx, call, driver.DoneFunc(func(rep driver.Reply, err error) {
+		if err == nil && len(rep.Answers) > 0 && m.hold.CompareAndSwap(true, false) {
+			rep.Answers = slices.Clone(rep.Answers)
+			m.held.Add(1)
+			go func() {
+				<-m.release
+				done.Returned(rep, nil)
+			}()
+			return
+		}
+		done.Returned(rep, err)
+	}))
 }
 
 // logs records what a client logs, for tests that count warnings.
