@@ -7,7 +7,7 @@ GO      ?= go
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
 MODULES := chaos bench fencing/sqltest otel $(DRIVERS)
 
-.PHONY: test setup lint model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all bench bench-report
+.PHONY: test setup lint model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all chaos-soak bench bench-report
 
 # setup first, even under -j: the rest needs what it installs. The unit
 # run mostly waits on its masters; the model, CPU-bound, runs beside it at
@@ -108,6 +108,11 @@ chaos-docker:
 
 chaos-all:
 	@REDLOCK_CHAOS_BACKEND=all $(MAKE) --no-print-directory chaos
+
+# The soak: scenario 20's rolling faults for REDLOCK_CHAOS_SOAK (default
+# 10m) on the process backend (REDLOCK_CHAOS_BACKEND picks another).
+chaos-soak:
+	@cd chaos && REDLOCK_CHAOS_BACKEND=$${REDLOCK_CHAOS_BACKEND:-process} REDLOCK_CHAOS_SOAK=$${REDLOCK_CHAOS_SOAK:-10m} $(GO) test -count=1 -timeout 90m -run '^TestSoak$$' -v ./scenario
 
 # Benchmarks: the library's own, then the side-by-side comparison with redsync and a raw floor,
 # then that comparison's table from one run (see bench/README.md).

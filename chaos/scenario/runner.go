@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func Run(ctx context.Context, tb testing.TB, b cluster.Backend, s *Scenario, see
 	masters := direct(c)
 	run, err := newWork(s, c, env, workload.Config{
 		Keys: keys, TTL: s.TTL, Clients: clients, History: h, Set: set, Store: store, Gate: env.Gate,
-		Seed: seed, MaxOps: maxOps, Pause: workPause, Backoff: workBackoff,
+		Seed: seed, MaxOps: cmp.Or(s.MaxOps, maxOps), Pause: workPause, Backoff: workBackoff,
 		CatchBound: 4*s.TTL + 2*time.Second,
 
 		Mode: s.Mode, Workers: s.Workers, Wait: s.Wait,

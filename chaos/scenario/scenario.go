@@ -54,6 +54,9 @@ type Scenario struct {
 	Mode workload.Mode
 	// Workers is how many goroutines each client runs; 0 means one.
 	Workers int
+	// MaxOps bounds each client's operations; 0 means 5000, more than a
+	// run of a few seconds makes.
+	MaxOps int
 	// Wait bounds each Lock or Do call's wait for the lock.
 	Wait time.Duration
 	// HoldFor is how long a Do holder keeps the lock.

@@ -29,6 +29,79 @@ func TestMain(m *testing.M) {
 // pauses, to replay a run's choices.
 const SeedEnv = "REDLOCK_CHAOS_SEED"
 
+// runSeed is SeedEnv's seed, or a new one.
+func runSeed(t *testing.T) uint64 {
+	s := os.Getenv(SeedEnv)
+	if s == "" {
+		return uint64(time.Now().UnixNano())
+	}
+	seed, err := strconv.ParseUint(s, 10, 64)
+	require.NoError(t, err, SeedEnv)
+	return seed
+}
+
+// runOne runs scenario s on backend b and checks its outcome against its
+// expectation, writing its timeline (and, when it fails, its dump) under
+// out. It reports false when the backend cannot run s.
+func runOne(ctx context.Context, t *testing.T, b cluster.Backend, s *Scenario, seed uint64, stores *Stores, out string) (report.Row, bool) {
+	ignore := goleak.IgnoreCurrent()
+	// Registered first, so it runs after every other clean-up.
+	t.Cleanup(func() { goleak.VerifyNone(t, append(cluster.KnownLeaks(), ignore)...) })
+	progressStart(os.Stdout, b.Name(), s)
+	r, err := Run(ctx, t, b, s, seed, stores)
+	if errors.Is(err, cluster.ErrUnsupported) {
+		fmt.Printf("chaos [%s] %s: skipped: %v\n", b.Name(), s.Title(), err)
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	progressEnd(os.Stdout, r)
+	if err := writeTimeline(out, r); err != nil {
+		t.Errorf("timeline: %v", err)
+	}
+	for _, p := range r.Problems {
+		t.Error(p)
+	}
+	if !r.Pass() {
+		if err := writeDump(out, r); err != nil {
+			t.Errorf("dump: %v", err)
+		}
+	}
+	return r.Row(), true
+}
+
+// SoakEnv names the environment variable that runs TestSoak, for as long as
+// it says ("10m"): make chaos-soak.
+const SoakEnv = "REDLOCK_CHAOS_SOAK"
+
+// TestSoak runs scenario 20, the rolling faults, for SoakEnv's duration on
+// the process backend (REDLOCK_CHAOS_BACKEND picks another), and skips
+// without it.
+func TestSoak(t *testing.T) {
+	v := os.Getenv(SoakEnv)
+	if v == "" {
+		t.Skipf("%s is not set: make chaos-soak runs it", SoakEnv)
+	}
+	run, err := time.ParseDuration(v)
+	require.NoError(t, err, SoakEnv)
+	require.Positive(t, run, SoakEnv)
+	ctx, cancel := context.WithTimeout(context.Background(), run+5*time.Minute)
+	defer cancel()
+	backends, err := cluster.Backends(ctx, t)
+	require.NoError(t, err)
+	out, err := OutDir()
+	require.NoError(t, err)
+	seed := runSeed(t)
+	fmt.Printf("chaos: seed %d (%s=%d replays the faults and the clients' pauses), output in %s\n", seed, SeedEnv, seed, out)
+	stores, err := OpenStores(t)
+	require.NoError(t, err)
+	for _, b := range backends {
+		t.Run(b.Name(), func(t *testing.T) {
+			s := soak(run, seed)
+			t.Run(s.ID+"-"+s.Name, func(t *testing.T) { runOne(ctx, t, b, s, seed, stores, out) })
+		})
+	}
+}
+
 // TestScenarios runs every scenario on every backend REDLOCK_CHAOS_BACKEND
 // asks for, checks each outcome against the scenario's expectation, writes
 // a timeline per run and a report table per backend under out/, and prints
@@ -40,11 +113,7 @@ func TestScenarios(t *testing.T) {
 	require.NoError(t, err)
 	out, err := OutDir()
 	require.NoError(t, err)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(SeedEnv); s != "" {
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, SeedEnv)
-	}
+	seed := runSeed(t)
 	fmt.Printf("chaos: seed %d (%s=%d replays the clients' pauses), output in %s\n", seed, SeedEnv, seed, out)
 	stores, err := OpenStores(t)
 	require.NoError(t, err)
@@ -59,28 +128,8 @@ func TestScenarios(t *testing.T) {
 			}
 			for _, s := range All() {
 				t.Run(s.ID+"-"+s.Name, func(t *testing.T) {
-					ignore := goleak.IgnoreCurrent()
-					// Registered first, so it runs after every other clean-up.
-					t.Cleanup(func() { goleak.VerifyNone(t, append(cluster.KnownLeaks(), ignore)...) })
-					progressStart(os.Stdout, b.Name(), s)
-					r, err := Run(ctx, t, b, s, seed, stores)
-					if errors.Is(err, cluster.ErrUnsupported) {
-						fmt.Printf("chaos [%s] %s: skipped: %v\n", b.Name(), s.Title(), err)
-						t.Skip(err)
-					}
-					require.NoError(t, err)
-					rows = append(rows, r.Row())
-					progressEnd(os.Stdout, r)
-					if err := writeTimeline(out, r); err != nil {
-						t.Errorf("timeline: %v", err)
-					}
-					for _, p := range r.Problems {
-						t.Error(p)
-					}
-					if !r.Pass() {
-						if err := writeDump(out, r); err != nil {
-							t.Errorf("dump: %v", err)
-						}
+					if row, ok := runOne(ctx, t, b, s, seed, stores, out); ok {
+						rows = append(rows, row)
 					}
 				})
 			}
