@@ -28,8 +28,17 @@ func writeDump(dir string, r *Result) error {
 	return f.Close()
 }
 
-// writeTimeline draws the run into dir.
+// timelineMost is the most attempts a timeline draws: the minutes of a
+// soak would make a picture of tens of megabytes.
+const timelineMost = 50000
+
+// writeTimeline draws the run into dir, unless it made more than
+// timelineMost attempts.
 func writeTimeline(dir string, r *Result) error {
+	if n := len(r.Record.Attempts); n > timelineMost {
+		fmt.Printf("chaos [%s] %s: no timeline: %d attempts, more than the %d one draws\n", r.Backend, r.Scenario.Title(), n, timelineMost)
+		return nil
+	}
 	row := r.Row()
 	t := report.Timeline{
 		Title: fmt.Sprintf("%s · %s backend · %s", r.Scenario.Title(), r.Backend, row.Verdict),
