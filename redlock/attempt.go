@@ -205,7 +205,7 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
 	cfg := c.overMasters(c.need(req.quorum), timeout)
 	cfg.Silent = c.silentOf
-	res, err := fanOutStarts(ctx, c, cfg,
+	res, err := fanout.RunStarts(ctx, cfg,
 		func(ctx context.Context, n *fanout.Node[ask]) {
 			i := n.Index()
 			p := &parts[i]
@@ -339,7 +339,7 @@ func (c *Client) chooseFence(ctx context.Context, req request, won round, timeou
 		return fence, nil, nil
 	}
 	need := won.res.Need() - atFence
-	res, err := fanOut(ctx, c, fanout.Config{Nodes: len(lag), Need: need, Timeout: timeout, Clock: c.o.clock},
+	res, err := fanout.Run(ctx, c.overNodes(len(lag), need, timeout),
 		func(ctx context.Context, j int) (struct{}, fanout.Vote, error) {
 			i := lag[j]
 			ok, err := c.nodes[i].raiseFence(ctx, req, fence)

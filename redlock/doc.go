@@ -77,9 +77,9 @@ package redlock
 // master, redigo.Redis (package driver/redigo) by default.
 //
 // The fan-out to the masters is internal/fanout: each master's value, vote
-// and error come back together; work.go counts each master's part as the
-// client's work, which Close waits for. Beside these: client.go (the
-// Client), options.go, errors.go, health.go (the restart guard,
+// and error come back together; the client counts each master's part as
+// its work, which Close waits for (overNodes in client.go). Beside these:
+// client.go (the Client), options.go, errors.go, health.go (the restart guard,
 // and what else the lock knows of each master),
 // waiters.go and subscriber.go (waiting in line, and hearing releases
 // announced), watchdog.go (auto-extension), inspect.go, resume.go, do.go.

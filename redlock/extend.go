@@ -79,7 +79,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
 	parts := make([]extendPart, len(c.nodes)) // one allocation for every master's part
-	res, err := fanOutStarts(ctx, c, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
+	res, err := fanout.RunStarts(ctx, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
 		func(ctx context.Context, n *fanout.Node[scripts.Extended]) {
 			p := &parts[n.Index()]
 			*p = extendPart{c: c, n: n, key: req.key, window: window}

@@ -76,7 +76,7 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	defer c.work.done()
 	n := len(c.nodes)
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
-	res, err := fanOut(ctx, c, c.overMasters(0, c.o.nodeTimeout),
+	res, err := fanout.Run(ctx, c.overMasters(0, c.o.nodeTimeout),
 		func(ctx context.Context, i int) (scripts.State, fanout.Vote, error) {
 			s, err := c.nodes[i].inspect(ctx, key, "", "")
 			if err != nil {

@@ -96,7 +96,7 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 // says. It waits for every master, so that the fence a quorum records is
 // seen wherever it is.
 func (c *Client) readHold(ctx context.Context, req request, window, timeout time.Duration) (round, error) {
-	res, err := fanOut(ctx, c, c.overMasters(0, timeout),
+	res, err := fanout.Run(ctx, c.overMasters(0, timeout),
 		func(ctx context.Context, i int) (ask, fanout.Vote, error) {
 			s, err := c.nodes[i].inspect(ctx, req.key, req.token, req.owner)
 			if err != nil {

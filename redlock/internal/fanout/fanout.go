@@ -52,8 +52,12 @@ type Config struct {
 	Timeout time.Duration
 	// Clock measures the timeout. Nil means clock.Real().
 	Clock clock.Clock
-	// Returned, when not nil, runs once for each node as its operation
-	// returns, before its answer is recorded.
+	// Began, when not nil, runs once as Run starts, with N, before any
+	// node's operation starts; Returned, when not nil, runs once for each
+	// node as its operation returns, before its answer is recorded. With
+	// both, a caller counts the operations still running, those that
+	// outlive Run included.
+	Began    func(n int)
 	Returned func()
 	// Silent, when not nil, names the nodes known not to answer (the
 	// caller's judgement), asked as Run starts. Run starts their
@@ -261,6 +265,9 @@ func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[
 			res.nodes[i].silent = false
 		}
 		s.silent = 0
+	}
+	if cfg.Began != nil {
+		cfg.Began(n)
 	}
 	for i := range res.nodes {
 		start(opCtx, &res.nodes[i])

@@ -333,3 +333,38 @@ func BenchmarkFanOut(b *testing.B) {
 		}
 	}
 }
+
+// Began counts every node before the first operation starts, and Returned
+// each node as it returns, a straggler that returns after Run included: the
+// count a client's Close waits on.
+func TestRunStarts_BeganAndReturnedCountEveryNode(t *testing.T) {
+	var running, most atomic.Int64
+	var began atomic.Int32
+	straggler := make(chan struct{})
+	cfg := fanout.Config{Nodes: 3, Need: 2, Timeout: time.Second,
+		Began: func(n int) {
+			began.Add(1)
+			running.Add(int64(n))
+		},
+		Returned: func() { running.Add(-1) },
+	}
+	res, err := fanout.RunStarts(context.Background(), cfg, func(ctx context.Context, n *fanout.Node[int]) {
+		most.Store(max(most.Load(), running.Load()))
+		if n.Index() == 2 {
+			go func() {
+				<-straggler
+				n.Answer(2, fanout.Yes, nil)
+			}()
+			return
+		}
+		n.Answer(n.Index(), fanout.Yes, nil)
+	})
+	require.NoError(t, err)
+	require.True(t, res.OK())
+	assert.Equal(t, int32(1), began.Load(), "Began runs once")
+	assert.Equal(t, int64(3), most.Load(), "every node counted before the first started")
+	assert.Equal(t, int64(1), running.Load(), "the straggler still counts once Run returned")
+	close(straggler)
+	<-res.Done(2)
+	assert.Equal(t, int64(0), running.Load(), "every node returned")
+}
