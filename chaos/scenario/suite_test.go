@@ -29,15 +29,24 @@ func TestMain(m *testing.M) {
 // pauses, to replay a run's choices.
 const SeedEnv = "REDLOCK_CHAOS_SEED"
 
-// runSeed is SeedEnv's seed, or a new one.
-func runSeed(t *testing.T) uint64 {
-	s := os.Getenv(SeedEnv)
-	if s == "" {
-		return uint64(time.Now().UnixNano())
+// setUp returns what a test of scenarios runs them with: the backends
+// REDLOCK_CHAOS_BACKEND asks for, the output directory, the seed (SeedEnv's,
+// or a new one, which replays what replays says) and C3's fenced stores.
+func setUp(ctx context.Context, t *testing.T, replays string) ([]cluster.Backend, string, uint64, *Stores) {
+	backends, err := cluster.Backends(ctx, t)
+	require.NoError(t, err)
+	out, err := OutDir()
+	require.NoError(t, err)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(SeedEnv); s != "" {
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, SeedEnv)
 	}
-	seed, err := strconv.ParseUint(s, 10, 64)
-	require.NoError(t, err, SeedEnv)
-	return seed
+	fmt.Printf("chaos: seed %d (%s=%d replays %s), output in %s\n", seed, SeedEnv, seed, replays, out)
+	stores, err := OpenStores(t)
+	require.NoError(t, err)
+	fmt.Printf("chaos: C3's fenced store is %s, written through the fencing guard (%s picks postgres or sqlite)\n", stores.Name(), StoreEnv)
+	return backends, out, seed, stores
 }
 
 // runOne runs scenario s on backend b and checks its outcome against its
@@ -86,14 +95,7 @@ func TestSoak(t *testing.T) {
 	require.Positive(t, run, SoakEnv)
 	ctx, cancel := context.WithTimeout(context.Background(), run+5*time.Minute)
 	defer cancel()
-	backends, err := cluster.Backends(ctx, t)
-	require.NoError(t, err)
-	out, err := OutDir()
-	require.NoError(t, err)
-	seed := runSeed(t)
-	fmt.Printf("chaos: seed %d (%s=%d replays the faults and the clients' pauses), output in %s\n", seed, SeedEnv, seed, out)
-	stores, err := OpenStores(t)
-	require.NoError(t, err)
+	backends, out, seed, stores := setUp(ctx, t, "the faults and the clients' pauses")
 	for _, b := range backends {
 		t.Run(b.Name(), func(t *testing.T) {
 			s := soak(run, seed)
@@ -109,15 +111,7 @@ func TestSoak(t *testing.T) {
 func TestScenarios(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	backends, err := cluster.Backends(ctx, t)
-	require.NoError(t, err)
-	out, err := OutDir()
-	require.NoError(t, err)
-	seed := runSeed(t)
-	fmt.Printf("chaos: seed %d (%s=%d replays the clients' pauses), output in %s\n", seed, SeedEnv, seed, out)
-	stores, err := OpenStores(t)
-	require.NoError(t, err)
-	fmt.Printf("chaos: C3's fenced store is %s, written through the fencing guard (%s picks postgres or sqlite)\n", stores.Name(), StoreEnv)
+	backends, out, seed, stores := setUp(ctx, t, "the clients' pauses")
 
 	for _, b := range backends {
 		var rows []report.Row
