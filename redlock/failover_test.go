@@ -152,7 +152,7 @@ func TestIntegration_Failover_FencesKeepGrowing(t *testing.T) {
 			defer cancel()
 
 			// Node 0 counts the key first, alone: its counter starts lowest.
-			zero := at(t, []string{srv[0].Addr(), deadAddr(t), deadAddr(t)}, WithRestartGuard(0))
+			zero := at(t, append([]string{srv[0].Addr()}, deadAddrs(t, 2)...), WithRestartGuard(0))
 			_, err := zero.TryLock(ctx, "k", time.Second)
 			require.ErrorIs(t, err, ErrNotObtained)
 			time.Sleep(5 * time.Millisecond) // the others' clock seeds start a few ms later

@@ -120,7 +120,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 		name: "two of three unreachable",
 		run: func(t *testing.T) error {
 			srv := masters(t, 1)
-			_, err := suiteClientAt(t, []string{srv[0].Addr(), deadAddr(t), deadAddr(t)}, WithRestartGuard(0)).TryLock(ctx, "k", 5*time.Second)
+			_, err := suiteClientAt(t, append([]string{srv[0].Addr()}, deadAddrs(t, 2)...), WithRestartGuard(0)).TryLock(ctx, "k", 5*time.Second)
 			return err
 		},
 		want:   `redlock: not obtained: 2 of 3 masters unreachable \(connection refused\)`,

@@ -31,13 +31,19 @@ func masters60(t *testing.T, n int, extra ...string) []*redistest.Server {
 
 // deadAddr returns a loopback address where nothing listens: a master this
 // client cannot reach.
-func deadAddr(t *testing.T) string {
+func deadAddr(t *testing.T) string { return deadAddrs(t, 1)[0] }
+
+// deadAddrs returns n such addresses, all different: two calls of deadAddr
+// may get the same port back.
+func deadAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := redistest.FreePorts(n)
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return addrs
 }
 
 // clientAt returns a client over the given addresses, with the default

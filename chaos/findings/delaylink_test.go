@@ -3,10 +3,13 @@ package findings
 import (
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
 // delayLink is a TCP relay to one master that can hold back the next
@@ -107,15 +110,18 @@ func (d *delayLink) close() {
 	d.wg.Wait()
 }
 
-// closedAddr returns a loopback address nothing listens on: a master that
-// refuses this client, as behind a partition that rejects.
-func closedAddr(t *testing.T) string {
+// closedAddrs returns n distinct loopback addresses nothing listens on:
+// masters that refuse this client, as behind a partition that rejects
+// (ports that were free a moment ago, see redistest.FreePorts).
+func closedAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := redistest.FreePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return addrs
 }

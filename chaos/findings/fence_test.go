@@ -35,10 +35,11 @@ func TestFence_MasterLostItsDataBehindTheRestartGuard_StillGrows(t *testing.T) {
 	const key, ttl = "finding-fence", time.Second
 	quiet := redlock.WithLogger(slog.New(slog.DiscardHandler))
 
-	a, err := redlock.NewFromAddrs([]string{n[0], n[1], n[2], closedAddr(t), closedAddr(t)}, quiet) // guard on: the default
+	closed := closedAddrs(t, 4)
+	a, err := redlock.NewFromAddrs([]string{n[0], n[1], n[2], closed[0], closed[1]}, quiet) // guard on: the default
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := redlock.NewFromAddrs([]string{n[0], closedAddr(t), closedAddr(t), n[3], n[4]}, quiet)
+	b, err := redlock.NewFromAddrs([]string{n[0], closed[2], closed[3], n[3], n[4]}, quiet)
 	require.NoError(t, err)
 	defer b.Close()
 

@@ -70,7 +70,7 @@ func TestTryLock_AcquireDelayedPastItsRollback_LeavesNoToken(t *testing.T) {
 			quiet := redlock.WithLogger(slog.New(slog.DiscardHandler))
 
 			// Another client holds the lock on n1 and n2; it cannot reach n0.
-			holder, err := redlock.NewFromAddrs([]string{closedAddr(t), n[1], n[2]}, redlock.WithRestartGuard(0), quiet)
+			holder, err := redlock.NewFromAddrs([]string{closedAddrs(t, 1)[0], n[1], n[2]}, redlock.WithRestartGuard(0), quiet)
 			require.NoError(t, err)
 			defer holder.Close()
 			held, err := holder.TryLock(ctx, tt.key, ttl)
