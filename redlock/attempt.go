@@ -205,7 +205,7 @@ func (c *Client) acquireRound(ctx context.Context, req request, window, timeout 
 	parts := make([]acquirePart, len(c.nodes)) // one allocation for every master's part
 	cfg := c.overMasters(c.need(req.quorum), timeout)
 	cfg.Silent = c.silentOf
-	res, err := fanout.RunStarts(ctx, cfg,
+	res, err := fanout.Run(ctx, cfg,
 		func(ctx context.Context, n *fanout.Node[ask]) {
 			i := n.Index()
 			p := &parts[i]
@@ -339,10 +339,10 @@ func (c *Client) chooseFence(ctx context.Context, req request, won round, timeou
 		return fence, nil, nil
 	}
 	need := won.res.Need() - atFence
-	res, err := fanout.Run(ctx, c.overNodes(len(lag), need, timeout),
-		func(ctx context.Context, j int) (struct{}, fanout.Vote, error) {
+	res, err := fanout.Run(ctx, c.overNodes(len(lag), need, timeout), each(len(lag),
+		func(ctx context.Context, j int, p *pending[bool]) { c.nodes[lag[j]].startRaise(ctx, req, fence, p) },
+		func(j int, ok bool, err error) (struct{}, fanout.Vote, error) {
 			i := lag[j]
-			ok, err := c.nodes[i].raiseFence(ctx, req, fence)
 			switch {
 			case err != nil:
 				return struct{}{}, fanout.No, c.nodeErr(i, err)
@@ -350,7 +350,7 @@ func (c *Client) chooseFence(ctx context.Context, req request, won round, timeou
 				return struct{}{}, fanout.No, c.nodeErr(i, ErrLockNotHeld)
 			}
 			return struct{}{}, fanout.Yes, nil
-		})
+		}))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -343,13 +343,13 @@ func runContract(t *testing.T, n node, steps []step) {
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.released, r, "step %d", at)
 		case "fence":
-			ok, err := n.raiseFence(ctx, req, offset(t, counters, s.fence))
+			ok, err := awaitRaise(ctx, n, req, offset(t, counters, s.fence))
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.ok, ok, "step %d: raised", at)
 		case "wait":
 			time.Sleep(3 * time.Millisecond)
 		case "inspect":
-			st, err := n.inspect(ctx, cmp.Or(s.key, "k"), s.token, s.owner)
+			st, err := awaitInspect(ctx, n, cmp.Or(s.key, "k"), s.token, s.owner)
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
 			assert.Equal(t, s.ok, st.Held, "step %d: held by the token", at)

@@ -79,7 +79,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	window := c.guardWindow()
 	start := c.o.clock.Now()
 	parts := make([]extendPart, len(c.nodes)) // one allocation for every master's part
-	res, err := fanout.RunStarts(ctx, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
+	res, err := fanout.Run(ctx, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
 		func(ctx context.Context, n *fanout.Node[scripts.Extended]) {
 			p := &parts[n.Index()]
 			*p = extendPart{c: c, n: n, key: req.key, window: window}
@@ -169,7 +169,7 @@ func (l *Lock) retakeOn(i int, req request, res *fanout.Result[scripts.Extended]
 		return true
 	}
 	if g.OK && g.Counter < l.fence {
-		c.nodes[i].raiseFence(ctx, req, l.fence)
+		awaitRaise(ctx, c.nodes[i], req, l.fence)
 	}
 	return false
 }

@@ -232,6 +232,14 @@ func (f *fakeNode) startExtend(ctx context.Context, r request, p *pending[script
 	go func() { p.to.take(f.extend(ctx, r)) }()
 }
 
+func (f *fakeNode) startRaise(ctx context.Context, r request, fence int64, p *pending[bool]) {
+	go func() { p.to.take(f.raiseFence(ctx, r, fence)) }()
+}
+
+func (f *fakeNode) startInspect(ctx context.Context, key, token, owner string, p *pending[scripts.State]) {
+	go func() { p.to.take(f.inspect(ctx, key, token, owner)) }()
+}
+
 func (f *fakeNode) startRelease(ctx context.Context, r request, p *pending[scripts.Released]) {
 	go func() { p.to.take(f.release(ctx, r)) }()
 }

@@ -76,14 +76,16 @@ func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
 	defer c.work.done()
 	n := len(c.nodes)
 	st := &Status{Key: key, Quorum: c.quorum, Nodes: make([]NodeStatus, n)}
-	res, err := fanout.Run(ctx, c.overMasters(0, c.o.nodeTimeout),
-		func(ctx context.Context, i int) (scripts.State, fanout.Vote, error) {
-			s, err := c.nodes[i].inspect(ctx, key, "", "")
+	res, err := fanout.Run(ctx, c.overMasters(0, c.o.nodeTimeout), each(n,
+		func(ctx context.Context, i int, p *pending[scripts.State]) {
+			c.nodes[i].startInspect(ctx, key, "", "", p)
+		},
+		func(i int, s scripts.State, err error) (scripts.State, fanout.Vote, error) {
 			if err != nil {
 				return scripts.State{}, fanout.No, err // the master's own error, for NodeStatus.Err
 			}
 			return s, fanout.Yes, nil
-		})
+		}))
 	if err != nil {
 		return nil, err
 	}

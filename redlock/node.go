@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/redlock/internal/fanout"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
@@ -98,13 +99,15 @@ type node interface {
 	startAcquire(ctx context.Context, r request, p *pending[scripts.Grant])
 	startExtend(ctx context.Context, r request, p *pending[scripts.Extended])
 	startRelease(ctx context.Context, r request, p *pending[scripts.Released])
-	raiseFence(ctx context.Context, r request, fence int64) (bool, error)
+	// startRaise raises the fencing counter of r's lock to fence where r's
+	// token holds it: true when it did.
+	startRaise(ctx context.Context, r request, fence int64, p *pending[bool])
 	// leave takes waiter out of key's waiting queue, for good: an acquire
 	// of the waiter arriving within lease does not queue it again.
 	leave(ctx context.Context, key, waiter string, lease time.Duration) error
-	// inspect reads key's state; with a token, whether that token (a hold
-	// of owner, for a reentrant lock) holds it.
-	inspect(ctx context.Context, key, token, owner string) (scripts.State, error)
+	// startInspect reads key's state; with a token, whether that token (a
+	// hold of owner, for a reentrant lock) holds it.
+	startInspect(ctx context.Context, key, token, owner string, p *pending[scripts.State])
 	// health returns what the restart guard last learned of the master, or
 	// of a cluster's shard master owning key.
 	health(key string) health
@@ -160,6 +163,38 @@ func awaitAcquire(ctx context.Context, n node, r request) (scripts.Grant, error)
 func awaitExtend(ctx context.Context, n node, r request) (scripts.Extended, error) {
 	return awaitCall(func(p *pending[scripts.Extended]) { n.startExtend(ctx, r, p) })
 }
+
+// awaitRaise is awaitAcquire's raise of the fencing counter.
+func awaitRaise(ctx context.Context, n node, r request, fence int64) (bool, error) {
+	return awaitCall(func(p *pending[bool]) { n.startRaise(ctx, r, fence, p) })
+}
+
+// awaitInspect is awaitAcquire's read of key's state.
+func awaitInspect(ctx context.Context, n node, key, token, owner string) (scripts.State, error) {
+	return awaitCall(func(p *pending[scripts.State]) { n.startInspect(ctx, key, token, owner, p) })
+}
+
+// each is the Start of a fan-out in which node i's part is the call that
+// start starts on it; judge turns what the master answered into the part's
+// value, vote and error. The parts share one allocation.
+func each[V, T any](n int, start func(ctx context.Context, i int, p *pending[V]), judge func(i int, v V, err error) (T, fanout.Vote, error)) fanout.Start[T] {
+	parts := make([]part[V, T], n)
+	return func(ctx context.Context, nd *fanout.Node[T]) {
+		p := &parts[nd.Index()]
+		p.n, p.judge = nd, judge
+		p.out.to = p
+		start(ctx, nd.Index(), &p.out)
+	}
+}
+
+// part is one node's part of a fan-out made by each.
+type part[V, T any] struct {
+	out   pending[V]
+	n     *fanout.Node[T]
+	judge func(i int, v V, err error) (T, fanout.Vote, error)
+}
+
+func (p *part[V, T]) take(v V, err error) { p.n.Answer(p.judge(p.n.Index(), v, err)) }
 
 // awaitRelease is awaitAcquire's release.
 func awaitRelease(ctx context.Context, n node, r request) (scripts.Released, error) {
@@ -290,7 +325,7 @@ func (m *master) leave(ctx context.Context, key, waiter string, lease time.Durat
 	return err
 }
 
-func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, error) {
+func (m *master) startRaise(ctx context.Context, r request, fence int64, p *pending[bool]) {
 	f := scripts.Fence{Key: r.key, Token: r.token, Owner: r.owner, Fence: fence, Keep: r.ttl + r.keep}
 	call := f.Call
 	if r.permits > 0 {
@@ -299,19 +334,13 @@ func (m *master) raiseFence(ctx context.Context, r request, fence int64) (bool, 
 	if r.set != nil {
 		call = scripts.FenceAll{Keys: r.set.keys, Token: r.token, Fence: fence}.Call
 	}
-	v, err := m.eval(ctx, call(m.scripts, m.names))
-	if err != nil {
-		return false, err
-	}
-	return scripts.DecodeRaised(v)
+	p.decode = scripts.DecodeRaised
+	start(ctx, m, call(m.scripts, m.names), p)
 }
 
-func (m *master) inspect(ctx context.Context, key, token, owner string) (scripts.State, error) {
-	v, err := m.eval(ctx, scripts.Inspect{Key: key, Token: token, Owner: owner}.Call(m.scripts, m.names))
-	if err != nil {
-		return scripts.State{}, err
-	}
-	return scripts.DecodeState(v)
+func (m *master) startInspect(ctx context.Context, key, token, owner string, p *pending[scripts.State]) {
+	p.decode = scripts.DecodeState
+	start(ctx, m, scripts.Inspect{Key: key, Token: token, Owner: owner}.Call(m.scripts, m.names), p)
 }
 
 // eval runs one call through the driver and waits for what the master

@@ -90,7 +90,7 @@ func (l *Lock) release(ctx context.Context) error {
 	n := len(c.nodes)
 	timeout := c.nodeTimeout(l.req.ttl)
 	parts := make([]releasePart, n) // one allocation for every master's part
-	res, err := fanout.RunStarts(ctx, c.overMasters(c.need(l.req.quorum), timeout),
+	res, err := fanout.Run(ctx, c.overMasters(c.need(l.req.quorum), timeout),
 		func(fctx context.Context, nd *fanout.Node[scripts.Released]) {
 			i := nd.Index()
 			// Every request of this lock on its way here has returned (the

@@ -96,9 +96,11 @@ func (c *Client) Resume(ctx context.Context, key, token string, ttl time.Duratio
 // says. It waits for every master, so that the fence a quorum records is
 // seen wherever it is.
 func (c *Client) readHold(ctx context.Context, req request, window, timeout time.Duration) (round, error) {
-	res, err := fanout.Run(ctx, c.overMasters(0, timeout),
-		func(ctx context.Context, i int) (ask, fanout.Vote, error) {
-			s, err := c.nodes[i].inspect(ctx, req.key, req.token, req.owner)
+	res, err := fanout.Run(ctx, c.overMasters(0, timeout), each(len(c.nodes),
+		func(ctx context.Context, i int, p *pending[scripts.State]) {
+			c.nodes[i].startInspect(ctx, req.key, req.token, req.owner, p)
+		},
+		func(i int, s scripts.State, err error) (ask, fanout.Vote, error) {
 			if err != nil {
 				return ask{err: err}, fanout.No, c.nodeErr(i, err)
 			}
@@ -107,7 +109,7 @@ func (c *Client) readHold(ctx context.Context, req request, window, timeout time
 				return ask{grant: g}, fanout.No, c.nodeErr(i, ErrLockNotHeld)
 			}
 			return ask{grant: g}, c.vote(i, req.key, window), nil
-		})
+		}))
 	return round{res}, err
 }
 

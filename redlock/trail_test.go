@@ -17,9 +17,9 @@ import (
 // retake, and says whether any got no reply; at once when all have.
 func TestTrail_WhenReturned(t *testing.T) {
 	replies := make([]func(ask, fanout.Vote, error), 2)
-	// Nobody answers within the timeout: RunStarts returns with both
+	// Nobody answers within the timeout: Run returns with both
 	// requests still on their way, and the test answers them later.
-	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: 10 * time.Millisecond},
+	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: 10 * time.Millisecond},
 		func(ctx context.Context, n *fanout.Node[ask]) { replies[n.Index()] = n.Answer })
 	require.NoError(t, err)
 	tr := newTrail(2, []round{{res: res}})

@@ -10,11 +10,13 @@ import (
 
 func ExampleRun() {
 	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 5, Need: 3, Timeout: 50 * time.Millisecond},
-		func(ctx context.Context, node int) (string, fanout.Vote, error) {
-			if node == 4 {
-				return "", fanout.No, fmt.Errorf("node %d: refused", node)
+		func(ctx context.Context, n *fanout.Node[string]) {
+			// A node's operation answers from any goroutine, here at once.
+			if n.Index() == 4 {
+				n.Answer("", fanout.No, fmt.Errorf("node %d: refused", n.Index()))
+				return
 			}
-			return fmt.Sprint("granted by ", node), fanout.Yes, nil
+			n.Answer(fmt.Sprint("granted by ", n.Index()), fanout.Yes, nil)
 		})
 	if err != nil {
 		panic(err)

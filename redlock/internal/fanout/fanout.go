@@ -26,11 +26,6 @@ const (
 	Abstain
 )
 
-// Op is one node's part of a fan-out: what the node answered, its vote, and
-// why it failed or refused. ctx carries the node's deadline; an Op that does
-// I/O must stop by then.
-type Op[T any] func(ctx context.Context, node int) (T, Vote, error)
-
 // Start begins one node's part of a fan-out, n, and arranges for n.Answer
 // to be called with what the node answered, its vote and why it failed or
 // refused. Answer may be called from any goroutine, before Start returns or
@@ -207,22 +202,13 @@ func oneLine(errs []error) string {
 // ErrNoNodes is returned by Run when Config.Nodes is not positive.
 var ErrNoNodes = errors.New("fanout: no nodes")
 
-// Run starts op on every node at once, each in a goroutine of its own, and
-// returns when the outcome is known: Need yes votes, a quorum out of reach
-// (of the nodes not named silent, see Config.Silent), every node's timeout
-// passed, or ctx done. Operations still running when
-// Run returns go on in the background until they finish or reach their
-// deadline; the result's entries track them.
-func Run[T any](ctx context.Context, cfg Config, op Op[T]) (*Result[T], error) {
-	return RunStarts(ctx, cfg, func(ctx context.Context, n *Node[T]) {
-		go func() { n.Answer(op(ctx, n.i)) }()
-	})
-}
-
-// RunStarts is Run with operations that reply when they are done (Start):
-// it starts every node's operation in turn, from the caller's goroutine,
-// and returns as Run does.
-func RunStarts[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[T], error) {
+// Run starts every node's operation in turn, from the caller's goroutine,
+// and returns when the outcome is known: Need yes votes, a quorum out of
+// reach (of the nodes not named silent, see Config.Silent), every node's
+// timeout passed, or ctx done. Operations still running when Run returns
+// go on in the background until they answer or reach their deadline; the
+// result's entries track them.
+func Run[T any](ctx context.Context, cfg Config, start Start[T]) (*Result[T], error) {
 	if cfg.Nodes <= 0 {
 		return nil, ErrNoNodes
 	}

@@ -21,6 +21,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// runOps runs op on every node, each in a goroutine of its own: an
+// operation that blocks, as the tests' nodes do.
+func runOps[T any](ctx context.Context, cfg fanout.Config, op func(ctx context.Context, node int) (T, fanout.Vote, error)) (*fanout.Result[T], error) {
+	return fanout.Run(ctx, cfg, func(ctx context.Context, n *fanout.Node[T]) {
+		go func() { n.Answer(op(ctx, n.Index())) }()
+	})
+}
+
 // outcome is what a fake node does in the exhaustive test.
 type outcome int
 
@@ -73,7 +81,7 @@ func TestFanOut_EveryOutcomeOfFiveNodes(t *testing.T) {
 			go func() {
 				cfg := fanout.Config{Nodes: n, Need: need, Timeout: 50 * time.Millisecond, Clock: clk,
 					Silent: func(i int) bool { return outs[i] == silent }}
-				res, err := fanout.Run(context.Background(), cfg,
+				res, err := runOps(context.Background(), cfg,
 					func(ctx context.Context, i int) (struct{}, fanout.Vote, error) {
 						switch outs[i] {
 						case succeed:
@@ -161,7 +169,7 @@ func TestFanOut_EveryOutcomeOfFiveNodes(t *testing.T) {
 }
 
 func TestFanOut_AbstainDoesNotCount(t *testing.T) {
-	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 3, Need: 2, Timeout: time.Second},
+	res, err := runOps(context.Background(), fanout.Config{Nodes: 3, Need: 2, Timeout: time.Second},
 		func(ctx context.Context, i int) (struct{}, fanout.Vote, error) {
 			if i == 0 {
 				return struct{}{}, fanout.Yes, nil
@@ -179,7 +187,7 @@ func TestFanOut_AbstainDoesNotCount(t *testing.T) {
 }
 
 func TestFanOut_NeedZeroWaitsForAll(t *testing.T) {
-	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 4, Timeout: time.Second},
+	res, err := runOps(context.Background(), fanout.Config{Nodes: 4, Timeout: time.Second},
 		func(ctx context.Context, i int) (struct{}, fanout.Vote, error) { return struct{}{}, fanout.Yes, nil })
 	require.NoError(t, err)
 	assert.Len(t, res.Yes, 4)
@@ -189,7 +197,7 @@ func TestFanOut_NeedZeroWaitsForAll(t *testing.T) {
 func TestFanOut_CancelledContextStopsWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := fanout.Run(ctx, fanout.Config{Nodes: 3, Need: 2, Timeout: time.Hour},
+	res, err := runOps(ctx, fanout.Config{Nodes: 3, Need: 2, Timeout: time.Hour},
 		func(ctx context.Context, i int) (struct{}, fanout.Vote, error) {
 			<-ctx.Done()
 			return struct{}{}, fanout.No, ctx.Err()
@@ -203,7 +211,7 @@ func TestFanOut_CancelledContextStopsWaiting(t *testing.T) {
 // so a clean-up can be chained after it.
 func TestFanOut_StragglerStaysTracked(t *testing.T) {
 	slow := make(chan struct{})
-	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 3, Need: 2, Timeout: time.Minute},
+	res, err := runOps(context.Background(), fanout.Config{Nodes: 3, Need: 2, Timeout: time.Minute},
 		func(ctx context.Context, i int) (struct{}, fanout.Vote, error) {
 			if i == 2 {
 				<-slow
@@ -226,15 +234,15 @@ func TestFanOut_StragglerStaysTracked(t *testing.T) {
 	}
 }
 
-// RunStarts takes replies given inside Start, from other goroutines after
-// Start returned, and after RunStarts itself returned; only a node's first
+// Run takes replies given inside Start, from other goroutines after
+// Start returned, and after Run itself returned; only a node's first
 // reply counts, and the deadline still bounds the wait for a node that never
 // replies in time.
-func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
+func TestRun_RepliesFromAnywhere(t *testing.T) {
 	late := make(chan func(struct{}, fanout.Vote, error), 1)
 	hung := make(chan func(struct{}, fanout.Vote, error), 1)
 	var started atomic.Int32
-	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 5, Need: 3, Timeout: 200 * time.Millisecond},
+	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 5, Need: 3, Timeout: 200 * time.Millisecond},
 		func(ctx context.Context, n *fanout.Node[struct{}]) {
 			i, reply := n.Index(), n.Answer
 			started.Add(1)
@@ -246,14 +254,14 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 				go reply(struct{}{}, fanout.Yes, nil)
 			case 2:
 				reply(struct{}{}, fanout.No, errors.New("node 2 refused"))
-			case 3: // after the deadline, and after RunStarts returned
+			case 3: // after the deadline, and after Run returned
 				hung <- reply
-			case 4: // only after RunStarts returned
+			case 4: // only after Run returned
 				late <- reply
 			}
 		})
 	require.NoError(t, err)
-	assert.EqualValues(t, 5, started.Load(), "every node started before RunStarts waited")
+	assert.EqualValues(t, 5, started.Load(), "every node started before Run waited")
 	assert.False(t, res.OK(), "two yes votes of three needed before the deadline")
 	assert.ElementsMatch(t, []int{0, 1}, res.Yes)
 	assert.Equal(t, []int{2}, res.No)
@@ -267,7 +275,7 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 	(<-hung)(struct{}{}, fanout.No, context.DeadlineExceeded)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(t, res.Wait(ctx), "replies after RunStarts returned close the nodes' Done")
+	require.NoError(t, res.Wait(ctx), "replies after Run returned close the nodes' Done")
 	rep, _ = res.Reply(4)
 	assert.Equal(t, fanout.Yes, rep.Vote)
 }
@@ -277,7 +285,7 @@ func TestRunStarts_RepliesFromAnywhere(t *testing.T) {
 // with the reply already in; a second reply runs nothing again.
 func TestNode_OnDone(t *testing.T) {
 	var reply func(string, fanout.Vote, error)
-	res, err := fanout.RunStarts(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
+	res, err := fanout.Run(context.Background(), fanout.Config{Nodes: 2, Need: 1, Timeout: time.Minute},
 		func(ctx context.Context, n *fanout.Node[string]) {
 			i, r := n.Index(), n.Answer
 			if i == 0 {
@@ -328,7 +336,7 @@ func BenchmarkFanOut(b *testing.B) {
 	op := func(context.Context, int) (struct{}, fanout.Vote, error) { return struct{}{}, fanout.Yes, nil }
 	b.ReportAllocs()
 	for range b.N {
-		if _, err := fanout.Run(context.Background(), cfg, op); err != nil {
+		if _, err := runOps(context.Background(), cfg, op); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -337,7 +345,7 @@ func BenchmarkFanOut(b *testing.B) {
 // Began counts every node before the first operation starts, and Returned
 // each node as it returns, a straggler that returns after Run included: the
 // count a client's Close waits on.
-func TestRunStarts_BeganAndReturnedCountEveryNode(t *testing.T) {
+func TestRun_BeganAndReturnedCountEveryNode(t *testing.T) {
 	var running, most atomic.Int64
 	var began atomic.Int32
 	straggler := make(chan struct{})
@@ -348,7 +356,7 @@ func TestRunStarts_BeganAndReturnedCountEveryNode(t *testing.T) {
 		},
 		Returned: func() { running.Add(-1) },
 	}
-	res, err := fanout.RunStarts(context.Background(), cfg, func(ctx context.Context, n *fanout.Node[int]) {
+	res, err := fanout.Run(context.Background(), cfg, func(ctx context.Context, n *fanout.Node[int]) {
 		most.Store(max(most.Load(), running.Load()))
 		if n.Index() == 2 {
 			go func() {
