@@ -128,8 +128,8 @@ type taker[T any] interface {
 
 // pending is a call started on a master until its reply is in: the driver
 // hands the reply to it (driver.Done), and it hands what the master
-// answered, decoded, to its taker (see start). Its caller keeps it, in a fan-out's
-// parts, so that a call costs no allocation of its own.
+// answered, decoded, to its taker (see start). Its caller keeps it, in a
+// fan-out's parts, so that a call costs no allocation of its own.
 type pending[T any] struct {
 	to     taker[T]
 	m      *master
@@ -164,6 +164,11 @@ func awaitExtend(ctx context.Context, n node, r request) (scripts.Extended, erro
 	return awaitCall(func(p *pending[scripts.Extended]) { n.startExtend(ctx, r, p) })
 }
 
+// awaitRelease is awaitAcquire's release.
+func awaitRelease(ctx context.Context, n node, r request) (scripts.Released, error) {
+	return awaitCall(func(p *pending[scripts.Released]) { n.startRelease(ctx, r, p) })
+}
+
 // awaitRaise is awaitAcquire's raise of the fencing counter.
 func awaitRaise(ctx context.Context, n node, r request, fence int64) (bool, error) {
 	return awaitCall(func(p *pending[bool]) { n.startRaise(ctx, r, fence, p) })
@@ -172,6 +177,27 @@ func awaitRaise(ctx context.Context, n node, r request, fence int64) (bool, erro
 // awaitInspect is awaitAcquire's read of key's state.
 func awaitInspect(ctx context.Context, n node, key, token, owner string) (scripts.State, error) {
 	return awaitCall(func(p *pending[scripts.State]) { n.startInspect(ctx, key, token, owner, p) })
+}
+
+// awaitCall starts a call with start and waits for what the master answered.
+func awaitCall[T any](start func(p *pending[T])) (T, error) {
+	w := awaited[T]{got: make(chan struct{})}
+	p := &pending[T]{to: &w}
+	start(p)
+	<-w.got
+	return w.v, w.err
+}
+
+// awaited is awaitCall's taker.
+type awaited[T any] struct {
+	v   T
+	err error
+	got chan struct{}
+}
+
+func (w *awaited[T]) take(v T, err error) {
+	w.v, w.err = v, err
+	close(w.got)
 }
 
 // each is the Start of a fan-out in which node i's part is the call that
@@ -195,31 +221,6 @@ type part[V, T any] struct {
 }
 
 func (p *part[V, T]) take(v V, err error) { p.n.Answer(p.judge(p.n.Index(), v, err)) }
-
-// awaitRelease is awaitAcquire's release.
-func awaitRelease(ctx context.Context, n node, r request) (scripts.Released, error) {
-	return awaitCall(func(p *pending[scripts.Released]) { n.startRelease(ctx, r, p) })
-}
-
-func awaitCall[T any](start func(p *pending[T])) (T, error) {
-	w := awaited[T]{got: make(chan struct{})}
-	p := &pending[T]{to: &w}
-	start(p)
-	<-w.got
-	return w.v, w.err
-}
-
-// awaited is await's taker.
-type awaited[T any] struct {
-	v   T
-	err error
-	got chan struct{}
-}
-
-func (w *awaited[T]) take(v T, err error) {
-	w.v, w.err = v, err
-	close(w.got)
-}
 
 // master runs the lock's scripts on one master through its driver.
 type master struct {
