@@ -1,7 +1,11 @@
 package redigo_test
 
 import (
+	"context"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
@@ -133,4 +137,55 @@ func TestAuth_RequirepassOnly(t *testing.T) {
 	_, err := bad.Do(testCtx(t), "PING")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "nope-Pw7")
+}
+
+// A wrong password fails every dial: 16 goroutines calling for 2 s, each
+// call with a 50 ms deadline, dial the master a few times, backing off,
+// not at every call; and every call says why it failed.
+func TestAuth_WrongPassword_NoDialStorm(t *testing.T) {
+	const goroutines, deadline, calling = 16, 50 * time.Millisecond, 2 * time.Second
+	srv := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
+	received := func() int {
+		body, err := srv.DoAs(defaultPassword, "INFO", "stats")
+		require.NoError(t, err)
+		for _, line := range strings.Split(body, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+				n, err := strconv.Atoi(v)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatal("INFO stats has no total_connections_received")
+		return 0
+	}
+	p := newPool(t, srv.Addr(), redigo.WithAuth("", "nope-Pw9"))
+	before := received()
+	stop := make(chan struct{})
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			var err error
+			defer func() { errs <- err }()
+			for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				_, err = p.Do(ctx, "PING")
+				cancel()
+			}
+		}()
+	}
+	time.Sleep(calling)
+	close(stop)
+	for range goroutines {
+		err := <-errs
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "WRONGPASS")
+	}
+	dialled := received() - before - 1 // less the one asking
+	t.Logf("%d dials over %v", dialled, calling)
+	assert.LessOrEqual(t, dialled, 10, "a master that refuses the password was dialled in a storm")
 }

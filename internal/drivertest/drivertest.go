@@ -234,6 +234,79 @@ func RunDriver(t *testing.T, newDriver New) {
 		t.Logf("%d connections opened over a %v stop", opened, stopped)
 		assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
 	})
+	t.Run("RefusingMasterIsNotDialledInAStorm", func(t *testing.T) {
+		// The master starts asking for a password the driver does not
+		// have, and drops the driver's connection. Each connection it
+		// accepts then answers the first call with an error, and closes
+		// (Redis closes an unauthenticated connection that sends more than
+		// ten arguments). 16 goroutines keep calling it for 2 s, each call
+		// with a 50 ms deadline; the connections it accepts are counted.
+		// Once it asks for none again, calls succeed.
+		const goroutines, deadline, refusing, password = 16, 50 * time.Millisecond, 2 * time.Second, "refusing"
+		srv, ds := open(t, 1, newDriver)
+		echo := driver.NewScript("echo", `return ARGV[1]`)
+		call := func(arg string) driver.Call {
+			return driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{arg, "2", "3", "4", "5", "6", "7", "8", "9", "10"}}
+		}
+		_, err := eval(t, ds[0], ctxFor(t, 2*time.Second), call("warm"))
+		require.NoError(t, err)
+		_, err = srv[0].Do("CONFIG", "SET", "requirepass", password)
+		require.NoError(t, err)
+		defer srv[0].DoAs(password, "CONFIG", "SET", "requirepass", "")
+		_, err = srv[0].DoAs(password, "CLIENT", "KILL", "TYPE", "normal")
+		require.NoError(t, err)
+		received := func() int {
+			body, err := srv[0].DoAs(password, "INFO", "stats")
+			require.NoError(t, err)
+			for _, line := range strings.Split(body, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+					n, err := strconv.Atoi(v)
+					require.NoError(t, err)
+					return n
+				}
+			}
+			t.Fatal("INFO stats has no total_connections_received")
+			return 0
+		}
+		before := received()
+		stop := make(chan struct{})
+		last := make(chan error, goroutines)
+		for g := range goroutines {
+			go func() {
+				var err error
+				defer func() { last <- err }()
+				for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					_, err = eval(t, ds[0], ctx, call(fmt.Sprint(g, i)))
+					cancel()
+				}
+			}()
+		}
+		time.Sleep(refusing)
+		close(stop)
+		refused := 0
+		for range goroutines {
+			var de driver.Error
+			if err := <-last; errors.As(err, &de) && de.Code() == "NOAUTH" {
+				refused++
+			}
+		}
+		opened := received() - before - 2 // less the two asking
+		t.Logf("%d connections opened over %v of refusals", opened, refusing)
+		assert.LessOrEqual(t, opened, 10, "a refusing master was dialled in a storm")
+		assert.Positive(t, refused, "the calls say why they fail: NOAUTH")
+		_, err = srv[0].DoAs(password, "CONFIG", "SET", "requirepass", "")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			_, err := eval(t, ds[0], ctxFor(t, time.Second), call("after"))
+			return err == nil
+		}, 5*time.Second, 10*time.Millisecond, "calls succeed again once the master takes them")
+	})
 	t.Run("Subscription", func(t *testing.T) {
 		srv, ds := open(t, 1, newDriver)
 		assert.False(t, ds[0].Sharded(), "one master hears releases announced with PUBLISH")

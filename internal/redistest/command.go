@@ -22,6 +22,12 @@ func (s *Server) Do(args ...string) (string, error) {
 	return DoAt(s.Addr(), args...)
 }
 
+// DoAs is Do on a connection that first authenticates with password, as
+// the default user: for a server whose requirepass a test has set.
+func (s *Server) DoAs(password string, args ...string) (string, error) {
+	return doSeq(s.Addr(), []string{"AUTH", password}, args)
+}
+
 // DoAt is Do on the server at addr, which may be behind a Forwarder.
 func DoAt(addr string, args ...string) (string, error) {
 	return doSeq(addr, args)

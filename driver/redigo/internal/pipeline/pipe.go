@@ -88,6 +88,10 @@ type pipe struct {
 	silentSince time.Time
 	replaced    bool  // the pipeline took another connection in its place: closed once nobody waits
 	err         error // the connection failed or was closed; every waiting caller has been told
+	// served: a reply that is not an error came; errReply is the last
+	// error reply before one did, NOSCRIPT aside (see refused).
+	served   bool
+	errReply driver.Error
 	// The started calls' deadlines: one timer, set for the earliest
 	// deadline of a started call in the queue (next), or stopped (next zero).
 	timer *time.Timer
@@ -292,6 +296,11 @@ func (p *pipe) read() {
 			return
 		}
 		p.replies++
+		if e, isErr := v.(driver.Error); !isErr {
+			p.served = true
+		} else if !p.served && !noScript(e) {
+			p.errReply = e
+		}
 		if !p.silentSince.IsZero() {
 			p.silentSince = time.Time{}
 			p.silent.Store(false)
@@ -535,6 +544,22 @@ func (p *pipe) lost() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err != nil && driver.Stale(p.err)
+}
+
+// refused returns why the master closed the connection before it served a
+// call (its last error reply, or how the connection ended), or nil when it
+// served one, or ended otherwise (replaced, or closed here). A master that
+// does so refuses the connection: see connSlot.failed.
+func (p *pipe) refused() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.served || p.err == nil || !driver.Stale(p.err):
+		return nil
+	case p.errReply != "":
+		return unauthenticated(p.errReply)
+	}
+	return p.err
 }
 
 // netTimeout reports an error of a deadline that passed on a connection.

@@ -37,6 +37,13 @@ type connSlot struct {
 	// the next may go (see replace).
 	dialedAt time.Time
 	backoff  time.Duration
+	// A master that refuses connections: failures counts the dials in a
+	// row that failed, or whose connection the master closed before it
+	// served a call; until retryAt no call dials, and each fails with
+	// failErr (see failed).
+	failures int
+	retryAt  time.Time
+	failErr  error
 }
 
 // Spacing of the dials that replace a silent pipe. The first goes at once;
@@ -48,6 +55,35 @@ const (
 	maxSilentBackoff = 4 * time.Second
 	resetSilentAfter = 2 * maxSilentBackoff
 )
+
+// Spacing of the dials to a master that refuses connections: after the
+// first failure the next dial waits minFailedBackoff, and each further one
+// twice as long as the one before, up to maxFailedBackoff. A connection
+// that serves a call ends the spacing.
+const (
+	minFailedBackoff = 50 * time.Millisecond
+	maxFailedBackoff = time.Second
+)
+
+// failed counts a dial that failed with err, or a connection that the
+// master closed before it served a call (err says why), and puts off the
+// next dial: a master that refuses every connection (a wrong password, one
+// missing, maxclients reached, nothing listening) is not dialled at every
+// call. The caller holds s.mu.
+func (s *connSlot) failed(err error, now time.Time) {
+	wait := minFailedBackoff << min(s.failures, 10)
+	s.failures++
+	s.retryAt, s.failErr = now.Add(min(wait, maxFailedBackoff)), err
+}
+
+// held returns why no dial may go now, or nil when one may. The caller
+// holds s.mu.
+func (s *connSlot) held(now time.Time) error {
+	if s.failures > 0 && now.Before(s.retryAt) {
+		return s.failErr
+	}
+	return nil
+}
 
 // replace reports whether the slot's silent pipe is to be replaced now,
 // and then counts the dial. The caller holds s.mu. Until a dial is due the
@@ -128,6 +164,9 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		}
 		if old != nil && !old.accepting.Load() {
 			lost = lost || old.lost()
+			if why := old.refused(); why != nil {
+				s.failed(why, time.Now())
+			}
 			s.p, old = nil, nil
 			s.cur.Store(nil)
 		}
@@ -140,6 +179,13 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 				return nil, lost, ctx.Err()
 			}
 		}
+		if err := s.held(time.Now()); err != nil {
+			s.mu.Unlock()
+			if old != nil {
+				return old, lost, nil // the silent pipe is still open: the call goes on it
+			}
+			return nil, lost, err
+		}
 		ch := make(chan struct{})
 		s.dialing = ch
 		s.mu.Unlock()
@@ -147,9 +193,12 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		p, err := pl.openPipe(ctx)
 		s.mu.Lock()
 		s.dialing = nil
-		if err == nil {
+		switch {
+		case err == nil:
 			s.p = p
 			s.cur.Store(p)
+		case !errors.Is(err, context.Canceled) && !errors.Is(err, errClosed):
+			s.failed(err, time.Now())
 		}
 		s.mu.Unlock()
 		close(ch)
