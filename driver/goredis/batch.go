@@ -53,6 +53,31 @@ type target struct {
 	opening bool       // a new lane's first batch is out
 	waiting []*request // calls that found no lane taking calls while one was opening
 	closed  bool       // no call is placed any more; idle lanes are closed
+	// A server that refuses connections: failures counts the lanes in a
+	// row that failed before a batch came back whole; until retryAt no
+	// lane opens, and each call fails with failErr (see refused).
+	failures int
+	retryAt  time.Time
+	failErr  error
+}
+
+// Spacing of the lanes opened to a server that refuses connections: after
+// the first failure the next lane waits minRefusedBackoff, and each further
+// one twice as long as the one before, up to maxRefusedBackoff. A batch
+// that comes back whole ends the spacing.
+const (
+	minRefusedBackoff = 50 * time.Millisecond
+	maxRefusedBackoff = time.Second
+)
+
+// refused counts a lane that failed with err before a batch came back
+// whole on it, and puts off the next lane: a server that refuses every
+// connection (a wrong or missing password, maxclients, nothing listening)
+// is not dialled at every call. The caller holds t.mu.
+func (t *target) refused(err error) {
+	wait := minRefusedBackoff << min(t.failures, 10)
+	t.failures++
+	t.retryAt, t.failErr = time.Now().Add(min(wait, maxRefusedBackoff)), err
 }
 
 // lane is one connection of a target and the calls queued on it.
@@ -79,6 +104,11 @@ type lane struct {
 	// the connection is fresh, and every call on it that has a check is
 	// asked (driver.Check.Due).
 	answered bool
+	// served: a call on the lane got a reply that is not an error;
+	// errReply is the last error reply before one did, NOSCRIPT aside
+	// (see target.refused). Used by the lane's sender alone.
+	served   bool
+	errReply error
 }
 
 // request is one call in flight: its own deadline, and what its batch
@@ -116,6 +146,12 @@ func (t *target) place(r *request) {
 	if t.closed {
 		t.mu.Unlock()
 		r.finish(driver.Reply{Server: t.server}, ErrClosed)
+		return
+	}
+	if t.cur == nil && !t.opening && t.failures > 0 && time.Now().Before(t.retryAt) {
+		err := t.failErr
+		t.mu.Unlock()
+		r.finish(driver.Reply{Server: t.server}, err)
 		return
 	}
 	l := t.pick()
@@ -438,6 +474,7 @@ func (l *lane) send(batch []*request, opening, fresh bool) bool {
 			}
 		}
 		broken = broken || connErr(re.err)
+		l.note(re.err)
 		res[i] = re
 	}
 	if len(again) > 0 && !broken {
@@ -466,6 +503,12 @@ func (l *lane) send(batch []*request, opening, fresh bool) bool {
 		if !broken {
 			l.opening = false
 		}
+	}
+	switch {
+	case l.served:
+		t.failures = 0
+	case broken:
+		t.refused(l.refusal(firstConnErr(res)))
 	}
 	var moved []*request
 	goOn := !broken
@@ -561,6 +604,9 @@ func (t *target) lose(l *lane, batch []*request, err error, opening bool) {
 		moved = append(moved, t.waiting...)
 		t.waiting = nil
 	}
+	if !l.served && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+		t.refused(l.refusal(err))
+	}
 	t.mu.Unlock()
 	l.conn.Close()
 	t.replace(moved)
@@ -569,6 +615,38 @@ func (t *target) lose(l *lane, batch []*request, err error, opening bool) {
 			r.finish(driver.Reply{Server: t.server, Lost: r.lost.Load()}, err)
 		}
 	}
+}
+
+// note records what a reply on l says of the server: that it served a
+// call, or, until one did, its error reply.
+func (l *lane) note(err error) {
+	switch {
+	case l.served:
+	case err == nil || err == redis.Nil:
+		l.served = true
+	case !connErr(err) && !isNoScript(err):
+		l.errReply = err
+	}
+}
+
+// refusal is why the server refused l's connection, which failed with err
+// before it served a call: its last error reply, if it gave one, else err.
+func (l *lane) refusal(err error) error {
+	if l.errReply != nil {
+		return serverError(l.errReply, l.t.cluster)
+	}
+	return err
+}
+
+// firstConnErr returns the first error of a batch's results that is the
+// connection's (see connErr), as the calls get it.
+func firstConnErr(res []result) error {
+	for _, re := range res {
+		if connErr(re.err) {
+			return serverError(re.err, false)
+		}
+	}
+	return nil
 }
 
 // connErr reports an error of the connection rather than a reply of the
