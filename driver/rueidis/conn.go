@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -25,11 +26,17 @@ import (
 
 // line is the driver's connection to one server.
 type line struct {
-	mu      sync.Mutex
-	cur     *held // nil until taken, and after it failed
-	closed  bool  // the master is closed: no more connections
-	dialing sync.WaitGroup
-	senders sync.WaitGroup // the senders of the connections taken (see batcher)
+	mu     sync.Mutex
+	cur    *held // nil until taken, and after it failed
+	closed bool  // the master is closed: no more connections
+	// A server that refuses connections: failures counts the connections
+	// in a row dropped before they served a call; until retryAt no call
+	// takes another, and each fails with failErr (see refused).
+	failures int
+	retryAt  time.Time
+	failErr  error
+	dialing  sync.WaitGroup
+	senders  sync.WaitGroup // the senders of the connections taken (see batcher)
 }
 
 // held is one dedicated connection, ready once dc and b are set. rueidis
@@ -44,6 +51,9 @@ type held struct {
 	// returned. Until then the connection is fresh, and every call on it
 	// asks.
 	answered atomic.Bool
+	// served: a call on it had a reply that is not an error (see
+	// line.refused).
+	served atomic.Bool
 }
 
 // fresh reports whether the guard's questions are due on h (see
@@ -60,18 +70,31 @@ func (h *held) answer() {
 	}
 }
 
+// serve marks h as having served a call; it reads first, as every call
+// that succeeds marks it.
+func (h *held) serve() {
+	if !h.served.Load() {
+		h.served.Store(true)
+	}
+}
+
 // errMasterClosed is a call's error after Close.
 var errMasterClosed = errors.New("rueidisdriver: master closed")
 
 // conn returns the line's connection, taking one through the client node
 // returns when it has none, within ctx. rueidis dials a connection without
 // a ctx, bounded by the client's dial timeout; a call whose ctx ends first
-// returns, and the connection serves the next one.
+// returns, and the connection serves the next one. While the server is
+// refusing connections (see refused) it takes none, and fails at once.
 func (l *line) conn(ctx context.Context, node func() (rueidis.Client, error)) (*held, error) {
 	l.mu.Lock()
 	h := l.cur
 	if h == nil {
-		client, err := node()
+		var client rueidis.Client
+		err := l.holding(time.Now())
+		if err == nil {
+			client, err = node()
+		}
 		if err == nil && l.closed {
 			err = errMasterClosed
 		}
@@ -135,19 +158,54 @@ func (l *line) take(client rueidis.Client) *held {
 	return h
 }
 
-// drop closes h, which failed, unless the line has moved on already: the
-// next call takes a new connection, and the guard asks on it. It does not
-// wait for h's sender, which may call it.
-func (l *line) drop(h *held) {
+// Spacing of the connections taken from a server that refuses them: after
+// the first refusal the next is taken minRefusedBackoff later, and each
+// further one twice as long after the one before, up to maxRefusedBackoff.
+// A connection that serves a call ends the spacing.
+const (
+	minRefusedBackoff = 50 * time.Millisecond
+	maxRefusedBackoff = time.Second
+)
+
+// drop closes h, which failed with err, unless the line has moved on
+// already: the next call takes a new connection, and the guard asks on it.
+// A connection dropped before it served a call was refused (see refused).
+// It does not wait for h's sender, which may call it.
+func (l *line) drop(h *held, err error) {
 	l.mu.Lock()
 	if l.cur != h {
 		l.mu.Unlock()
 		return
 	}
 	l.cur = nil
+	if h.served.Load() {
+		l.failures = 0
+	} else {
+		l.refused(refusal(err), time.Now())
+	}
 	l.mu.Unlock()
 	h.dc.Close() // closes the connection, and gives it back to the client's pool, which discards it
 	h.b.close()
+}
+
+// refused counts a connection that the server refused, as err says, and
+// puts off taking the next: rueidis hands out a connection whose dial
+// failed (nothing listening, a password missing or wrong, maxclients
+// reached), its calls failing with why, and a server that refuses every
+// connection is not dialled at every call. l.mu is held.
+func (l *line) refused(err error, now time.Time) {
+	wait := minRefusedBackoff << min(l.failures, 10)
+	l.failures++
+	l.retryAt, l.failErr = now.Add(min(wait, maxRefusedBackoff)), err
+}
+
+// holding returns why no connection may be taken now, or nil when one may.
+// l.mu is held.
+func (l *line) holding(now time.Time) error {
+	if l.failures > 0 && now.Before(l.retryAt) {
+		return l.failErr
+	}
+	return nil
 }
 
 // close gives the line's connection back to the client, once any dial in

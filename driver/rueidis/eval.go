@@ -65,7 +65,8 @@ func (m *Master) evalOnce(ctx context.Context, call driver.Call) (driver.Reply, 
 // onNode runs call once on l's connection to the one server named server
 // ("" for a standalone master), taken through the client node returns when
 // l has none. A connection found broken is closed, and the next call
-// takes a new one.
+// takes a new one; the error of one rueidis could not open, a reply of
+// the master's, is returned as a driver.Error (see refusal).
 func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error), l *line, server string, call driver.Call) (driver.Reply, *held, bool, error) {
 	h, err := l.conn(ctx, node)
 	if err != nil {
@@ -73,7 +74,8 @@ func (m *Master) onNode(ctx context.Context, node func() (rueidis.Client, error)
 	}
 	rep, checks, retry, err := m.run(ctx, h, server, call)
 	if broken(ctx, err) {
-		l.drop(h)
+		l.drop(h, err)
+		err = refusal(err)
 	}
 	if rep.Answers == nil || !checks {
 		return rep, nil, retry, err
@@ -129,6 +131,7 @@ func (m *Master) run(ctx context.Context, h *held, server string, call driver.Ca
 	if err != nil {
 		return rep, checks, false, err
 	}
+	h.serve()
 	rep.Value = v
 	return rep, checks, false, nil
 }

@@ -1,7 +1,9 @@
 package rueidisdriver
 
 import (
+	"errors"
 	"sort"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -71,4 +73,22 @@ func message(m *rueidis.RedisMessage) any {
 		return s[4:]
 	}
 	return s
+}
+
+// refusal turns the error of a connection rueidis could not open because
+// the master answered its setup (HELLO, AUTH, SELECT) with an error reply,
+// which rueidis returns as the connection's error rather than as a reply,
+// into a driver.Error, and leaves other errors as they are.
+func refusal(err error) error {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || re.IsNil() {
+		return err
+	}
+	msg := re.Error()
+	if strings.HasPrefix(msg, "NOAUTH ") {
+		// HELLO says how to authenticate in the protocol; the lock's user
+		// gives the password to the client.
+		return driver.Error("NOAUTH Authentication required (the master requires a password: give it in the client's options, ClientOption.Password)")
+	}
+	return driver.Error(msg)
 }

@@ -70,13 +70,15 @@ func (s *started) sent(res []rueidis.RedisResult) {
 	v, answers, err := replies(res, s.asked)
 	rep := driver.Reply{Answers: answers}
 	if err == nil {
+		s.h.serve()
 		rep.Value = v
 		s.returned(rep, nil)
 		return
 	}
 	alive := s.ctx.Err() == nil
 	if broken(s.ctx, err) {
-		s.m.one.drop(s.h) // as onNode does
+		s.m.one.drop(s.h, err) // as onNode does
+		err = refusal(err)
 	}
 	if isNoScript(err) || (alive && stale(err)) {
 		// The answers, if any, are not handed over: the call goes again,
