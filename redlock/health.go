@@ -333,13 +333,14 @@ func (s *server) judge(f info.Fields) (kind, veto string) {
 }
 
 // logChange logs what a health read changed: once per change of state, and
-// for a master whose INFO cannot be read, again after each lost connection,
-// since its restarts cannot be seen. Every message carries the master's
-// address ("addr") and what it is about ("state"). Its events are noted by
-// noteChange.
+// for a master trusted though its INFO cannot be read, again after each
+// lost connection, since a restart there goes unseen while it votes (one
+// that does not vote is not warned about again: nothing changed). Every
+// message carries the master's address ("addr") and what it is about
+// ("state"). Its events are noted by noteChange.
 func (s *server) logChange(prev, h *health, f info.Fields, kind string) {
 	log, addr := s.o.logger, s.addr
-	if kind != s.notes.kind || (s.dropped && f.Unreadable != "") {
+	if kind != s.notes.kind || (s.dropped && kind == "unreadable-trusted") {
 		switch kind {
 		case "unreadable-trusted":
 			log.Warn("redlock: cannot read the master's state ("+f.Unreadable+"); trusted as WithTrustUnreadable asks, so its restarts, failovers and evictions go unseen",

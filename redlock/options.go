@@ -171,8 +171,9 @@ func WithTrustEviction() Option { return optionFunc(func(o *options) { o.trustEv
 // state: INFO is denied to the client's user (or the server does not answer
 // it). The guard is then blind there: a restart empty, a failover to a
 // replica or an eviction policy go unseen, and each can let two clients
-// hold a lock. Default: such a master does not vote, and a warning says so,
-// once and again after each lost connection.
+// hold a lock; a warning says so, once and again after each lost
+// connection. Default: such a master does not vote, and a warning says so,
+// once.
 func WithTrustUnreadable() Option { return optionFunc(func(o *options) { o.trustUnreadable = true }) }
 
 // WithFenceRetention sets how long a reentrant lock's fence record (the

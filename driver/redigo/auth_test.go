@@ -3,7 +3,6 @@ package redigo_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -146,17 +145,11 @@ func TestAuth_WrongPassword_NoDialStorm(t *testing.T) {
 	const goroutines, deadline, calling = 16, 50 * time.Millisecond, 2 * time.Second
 	srv := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
 	received := func() int {
-		body, err := srv.DoAs(defaultPassword, "INFO", "stats")
+		stats, err := srv.InfoAs(defaultPassword, "stats")
 		require.NoError(t, err)
-		for _, line := range strings.Split(body, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
-				n, err := strconv.Atoi(v)
-				require.NoError(t, err)
-				return n
-			}
-		}
-		t.Fatal("INFO stats has no total_connections_received")
-		return 0
+		n, err := strconv.Atoi(stats["total_connections_received"])
+		require.NoError(t, err, "INFO stats total_connections_received")
+		return n
 	}
 	p := newPool(t, srv.Addr(), redigo.WithAuth("", "nope-Pw9"))
 	before := received()

@@ -151,7 +151,17 @@ func reply(r *bufio.Reader, addr string, args []string, line string) (string, er
 
 // Info returns the fields of one INFO section, such as "replication".
 func (s *Server) Info(section string) (map[string]string, error) {
-	body, err := s.Do("INFO", section)
+	return s.InfoAs("", section)
+}
+
+// InfoAs is Info on a connection that first authenticates with password,
+// when it is not "" (see DoAs).
+func (s *Server) InfoAs(password, section string) (map[string]string, error) {
+	cmds := [][]string{{"INFO", section}}
+	if password != "" {
+		cmds = [][]string{{"AUTH", password}, cmds[0]}
+	}
+	body, err := doSeq(s.Addr(), cmds...)
 	if err != nil {
 		return nil, err
 	}
