@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,8 +64,10 @@ type target struct {
 
 // Spacing of the lanes opened to a server that refuses connections: after
 // the first failure the next lane waits minRefusedBackoff, and each further
-// one twice as long as the one before, up to maxRefusedBackoff. A batch
-// that comes back whole ends the spacing.
+// one twice as long as the one before, up to maxRefusedBackoff. A call
+// served ends the spacing. A dial refused because nothing listens is not
+// spaced: it costs the server nothing, and a server that restarts is
+// reached as soon as it listens.
 const (
 	minRefusedBackoff = 50 * time.Millisecond
 	maxRefusedBackoff = time.Second
@@ -72,8 +75,8 @@ const (
 
 // refused counts a lane that failed with err before a batch came back
 // whole on it, and puts off the next lane: a server that refuses every
-// connection (a wrong or missing password, maxclients, nothing listening)
-// is not dialled at every call. The caller holds t.mu.
+// connection (a wrong or missing password, maxclients) is not dialled at
+// every call. The caller holds t.mu.
 func (t *target) refused(err error) {
 	wait := minRefusedBackoff << min(t.failures, 10)
 	t.failures++
@@ -604,7 +607,7 @@ func (t *target) lose(l *lane, batch []*request, err error, opening bool) {
 		moved = append(moved, t.waiting...)
 		t.waiting = nil
 	}
-	if !l.served && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+	if !l.served && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) && !errors.Is(err, syscall.ECONNREFUSED) {
 		t.refused(l.refusal(err))
 	}
 	t.mu.Unlock()

@@ -81,8 +81,13 @@
 // be hung: the connection takes no new call until its batch comes back,
 // and one whose batch fails, timing out included, is dropped. Meanwhile
 // calls go on a new connection; of those, one at a time is opened, so a
-// master that hangs sees no storm of connections. Close waits for batches
-// still out.
+// master that hangs sees no storm of connections. A server that refuses
+// connections (a password missing or wrong, maxclients reached: a
+// connection that fails before it served a call) gets the next one 50 ms
+// later, then twice as long each time up to 1 s, until a call is served;
+// the calls meanwhile fail at once with its refusal (NOAUTH, WRONGPASS). A
+// dial refused because nothing listens is not spaced. Close waits for
+// batches still out.
 //
 // # Clusters
 //

@@ -17,8 +17,13 @@
 // is silent: it keeps taking calls, which run in order if the master comes
 // back, and is replaced by one dial at a time, the dials spaced by a
 // backoff that grows from 0.5 s to 4 s while the master stays silent, so
-// that a stopped master is not dialled at every deadline. Subscribe opens
-// a connection of its own.
+// that a stopped master is not dialled at every deadline. A master that
+// refuses connections (a password missing or wrong, maxclients reached: a
+// dial that fails, or a connection closed before it served a call) is
+// dialled again 50 ms later, then twice as long each time up to 1 s, until
+// a connection serves; the calls meanwhile fail at once with its refusal
+// (NOAUTH, WRONGPASS). A dial refused because nothing listens is not
+// spaced. Subscribe opens a connection of its own.
 //
 // Start, which the lock calls, is Eval for a caller that does not wait: on
 // a connection already open, the call is written from the caller's

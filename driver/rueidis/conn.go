@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -161,7 +162,9 @@ func (l *line) take(client rueidis.Client) *held {
 // Spacing of the connections taken from a server that refuses them: after
 // the first refusal the next is taken minRefusedBackoff later, and each
 // further one twice as long after the one before, up to maxRefusedBackoff.
-// A connection that serves a call ends the spacing.
+// A connection that serves a call ends the spacing. A dial refused because
+// nothing listens is not spaced: it costs the server nothing, and a server
+// that restarts is reached as soon as it listens.
 const (
 	minRefusedBackoff = 50 * time.Millisecond
 	maxRefusedBackoff = time.Second
@@ -178,9 +181,10 @@ func (l *line) drop(h *held, err error) {
 		return
 	}
 	l.cur = nil
-	if h.served.Load() {
+	switch {
+	case h.served.Load():
 		l.failures = 0
-	} else {
+	case !errors.Is(err, syscall.ECONNREFUSED):
 		l.refused(refusal(err), time.Now())
 	}
 	l.mu.Unlock()
@@ -190,9 +194,9 @@ func (l *line) drop(h *held, err error) {
 
 // refused counts a connection that the server refused, as err says, and
 // puts off taking the next: rueidis hands out a connection whose dial
-// failed (nothing listening, a password missing or wrong, maxclients
-// reached), its calls failing with why, and a server that refuses every
-// connection is not dialled at every call. l.mu is held.
+// failed (a password missing or wrong, maxclients reached), its calls
+// failing with why, and a server that refuses every connection is not
+// dialled at every call. l.mu is held.
 func (l *line) refused(err error, now time.Time) {
 	wait := minRefusedBackoff << min(l.failures, 10)
 	l.failures++

@@ -72,12 +72,12 @@
 // tried again on a new one, within its deadline.
 //
 // A server may refuse every connection: a password missing or wrong,
-// maxclients reached, nothing listening. rueidis then hands out a
-// connection whose setup failed, and its calls fail with why. A connection
-// closed before it served a call puts off taking the next one, 50 ms at
-// first, doubling up to 1 s, until one serves; the calls meanwhile fail at
-// once with the refusal, an error reply to the setup (NOAUTH, WRONGPASS)
-// as a driver.Error.
+// maxclients reached. rueidis then hands out a connection whose setup
+// failed, and its calls fail with why. A connection closed before it
+// served a call puts off taking the next one, 50 ms at first, doubling up
+// to 1 s, until one serves; the calls meanwhile fail at once with the
+// refusal, an error reply to the setup (NOAUTH, WRONGPASS) as a
+// driver.Error. A dial refused because nothing listens is not spaced.
 //
 // The client's shared connections give no such sign: rueidis replaces them
 // by itself, and a client built elsewhere offers no hook to see it

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -59,7 +60,9 @@ const (
 // Spacing of the dials to a master that refuses connections: after the
 // first failure the next dial waits minFailedBackoff, and each further one
 // twice as long as the one before, up to maxFailedBackoff. A connection
-// that serves a call ends the spacing.
+// that serves a call ends the spacing. A dial refused because nothing
+// listens is not spaced: it costs the master nothing, and a master that
+// restarts is reached as soon as it listens.
 const (
 	minFailedBackoff = 50 * time.Millisecond
 	maxFailedBackoff = time.Second
@@ -68,8 +71,8 @@ const (
 // failed counts a dial that failed with err, or a connection that the
 // master closed before it served a call (err says why), and puts off the
 // next dial: a master that refuses every connection (a wrong password, one
-// missing, maxclients reached, nothing listening) is not dialled at every
-// call. The caller holds s.mu.
+// missing, maxclients reached) is not dialled at every call. The caller
+// holds s.mu.
 func (s *connSlot) failed(err error, now time.Time) {
 	wait := minFailedBackoff << min(s.failures, 10)
 	s.failures++
@@ -197,7 +200,7 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		case err == nil:
 			s.p = p
 			s.cur.Store(p)
-		case !errors.Is(err, context.Canceled) && !errors.Is(err, errClosed):
+		case !errors.Is(err, context.Canceled) && !errors.Is(err, errClosed) && !errors.Is(err, syscall.ECONNREFUSED):
 			s.failed(err, time.Now())
 		}
 		s.mu.Unlock()
