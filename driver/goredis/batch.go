@@ -496,6 +496,7 @@ func (l *lane) send(batch []*request, opening, fresh bool) bool {
 				res[i].v, res[i].err = got2[j].Result()
 			}
 			broken = broken || connErr(res[i].err)
+			l.note(res[i].err)
 		}
 	}
 
