@@ -223,6 +223,23 @@ type Reply struct {
 // so that a driver marks its own refusals without importing the lock.
 var ErrInvalid = errors.New("redlock: invalid argument")
 
+// Refused reports whether err, why a dial failed or why a connection ended
+// before it served a call, shows the server refusing connections: an error
+// reply to the connection's setup (a password missing or wrong, maxclients
+// reached), or a connection it closed. A driver spaces its dials to such a
+// server rather than dial it at every call. A timeout (a server hung or
+// slow, which a driver meets otherwise), a dial refused because nothing
+// listens (a redial costs the server nothing, and reaches it as soon as it
+// listens again) and the end of the caller's ctx do not count.
+func Refused(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
+}
+
 // Stale reports the errors of a connection that died under a call or
 // before it, as after a master restart, whatever the client library: a
 // fresh connection may well succeed. A master's reply (an Error) and a

@@ -56,3 +56,28 @@ func TestStale(t *testing.T) {
 		assert.Equal(t, tc.want, Stale(tc.err), "%v", tc.err)
 	}
 }
+
+func TestRefused(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	nothingListens := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{Error("NOAUTH Authentication required."), true},
+		{Error("WRONGPASS invalid username-password pair"), true},
+		{Error("ERR max number of clients reached"), true},
+		{io.EOF, true},
+		{reset, true},
+		{fmt.Errorf("redis: Conn is in a bad state: %w", reset), true},
+		{timeout, false},
+		{fmt.Errorf("redis: Conn is in a bad state: %w", timeout), false},
+		{context.DeadlineExceeded, false},
+		{context.Canceled, false},
+		{nothingListens, false},
+		{nil, false},
+	} {
+		assert.Equal(t, tc.want, Refused(tc.err), "%v", tc.err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,9 +64,8 @@ type target struct {
 // Spacing of the lanes opened to a server that refuses connections: after
 // the first failure the next lane waits minRefusedBackoff, and each further
 // one twice as long as the one before, up to maxRefusedBackoff. A call
-// served ends the spacing. A dial refused because nothing listens is not
-// spaced: it costs the server nothing, and a server that restarts is
-// reached as soon as it listens.
+// served ends the spacing. What counts as a refusal is driver.Refused's:
+// not a timeout, nor a dial refused because nothing listens.
 const (
 	minRefusedBackoff = 50 * time.Millisecond
 	maxRefusedBackoff = time.Second
@@ -512,7 +510,9 @@ func (l *lane) send(batch []*request, opening, fresh bool) bool {
 	case l.served:
 		t.failures = 0
 	case broken:
-		t.refused(l.refusal(firstConnErr(res)))
+		if err := firstConnErr(res); driver.Refused(err) {
+			t.refused(l.refusal(err))
+		}
 	}
 	var moved []*request
 	goOn := !broken
@@ -608,7 +608,7 @@ func (t *target) lose(l *lane, batch []*request, err error, opening bool) {
 		moved = append(moved, t.waiting...)
 		t.waiting = nil
 	}
-	if !l.served && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) && !errors.Is(err, syscall.ECONNREFUSED) {
+	if !l.served && !errors.Is(err, ErrClosed) && driver.Refused(err) {
 		t.refused(l.refusal(err))
 	}
 	t.mu.Unlock()

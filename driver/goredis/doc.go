@@ -86,8 +86,8 @@
 // connection that fails before it served a call) gets the next one 50 ms
 // later, then twice as long each time up to 1 s, until a call is served;
 // the calls meanwhile fail at once with its refusal (NOAUTH, WRONGPASS). A
-// dial refused because nothing listens is not spaced. Close waits for
-// batches still out.
+// timeout, or a dial refused because nothing listens, is not a refusal
+// (see driver.Refused). Close waits for batches still out.
 //
 // # Clusters
 //

@@ -22,8 +22,9 @@
 // dial that fails, or a connection closed before it served a call) is
 // dialled again 50 ms later, then twice as long each time up to 1 s, until
 // a connection serves; the calls meanwhile fail at once with its refusal
-// (NOAUTH, WRONGPASS). A dial refused because nothing listens is not
-// spaced. Subscribe opens a connection of its own.
+// (NOAUTH, WRONGPASS). A timeout, or a dial refused because nothing
+// listens, is not a refusal (see driver.Refused). Subscribe opens a
+// connection of its own.
 //
 // Start, which the lock calls, is Eval for a caller that does not wait: on
 // a connection already open, the call is written from the caller's

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 // The lock's connection to each server. The driver holds one dedicated
@@ -162,9 +163,9 @@ func (l *line) take(client rueidis.Client) *held {
 // Spacing of the connections taken from a server that refuses them: after
 // the first refusal the next is taken minRefusedBackoff later, and each
 // further one twice as long after the one before, up to maxRefusedBackoff.
-// A connection that serves a call ends the spacing. A dial refused because
-// nothing listens is not spaced: it costs the server nothing, and a server
-// that restarts is reached as soon as it listens.
+// A connection that serves a call ends the spacing. What counts as a
+// refusal is driver.Refused's: not a timeout, nor a dial refused because
+// nothing listens.
 const (
 	minRefusedBackoff = 50 * time.Millisecond
 	maxRefusedBackoff = time.Second
@@ -184,7 +185,7 @@ func (l *line) drop(h *held, err error) {
 	switch {
 	case h.served.Load():
 		l.failures = 0
-	case !errors.Is(err, syscall.ECONNREFUSED):
+	case driver.Refused(err):
 		l.refused(refusal(err), time.Now())
 	}
 	l.mu.Unlock()

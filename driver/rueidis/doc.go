@@ -77,7 +77,8 @@
 // served a call puts off taking the next one, 50 ms at first, doubling up
 // to 1 s, until one serves; the calls meanwhile fail at once with the
 // refusal, an error reply to the setup (NOAUTH, WRONGPASS) as a
-// driver.Error. A dial refused because nothing listens is not spaced.
+// driver.Error. A timeout, or a dial refused because nothing listens, is
+// not a refusal (see driver.Refused).
 //
 // The client's shared connections give no such sign: rueidis replaces them
 // by itself, and a client built elsewhere offers no hook to see it

@@ -554,7 +554,7 @@ func (p *pipe) refused() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
-	case p.served || p.err == nil || !driver.Stale(p.err):
+	case p.served || p.err == nil || !driver.Stale(p.err) || !driver.Refused(p.err):
 		return nil
 	case p.errReply != "":
 		return unauthenticated(p.errReply)

@@ -6,8 +6,9 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/quorumlock/quorumlock/driver"
 )
 
 // Pipeline is one master's calls over a fixed number of shared connections
@@ -60,9 +61,9 @@ const (
 // Spacing of the dials to a master that refuses connections: after the
 // first failure the next dial waits minFailedBackoff, and each further one
 // twice as long as the one before, up to maxFailedBackoff. A connection
-// that serves a call ends the spacing. A dial refused because nothing
-// listens is not spaced: it costs the master nothing, and a master that
-// restarts is reached as soon as it listens.
+// that serves a call ends the spacing. What counts as a refusal is
+// driver.Refused's: not a timeout, nor a dial refused because nothing
+// listens.
 const (
 	minFailedBackoff = 50 * time.Millisecond
 	maxFailedBackoff = time.Second
@@ -200,7 +201,7 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		case err == nil:
 			s.p = p
 			s.cur.Store(p)
-		case !errors.Is(err, context.Canceled) && !errors.Is(err, errClosed) && !errors.Is(err, syscall.ECONNREFUSED):
+		case !errors.Is(err, errClosed) && driver.Refused(err):
 			s.failed(err, time.Now())
 		}
 		s.mu.Unlock()
