@@ -22,6 +22,7 @@ import (
 	"net"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Master is one Redis master as the lock uses it. Its methods are safe for
@@ -238,6 +239,43 @@ func Refused(err error) bool {
 	}
 	var ne net.Error
 	return !errors.As(err, &ne) || !ne.Timeout()
+}
+
+// Refusals spaces the dials to a server that refuses connections (see
+// Refused), so that it is not dialled at every call: after a refusal the
+// next dial waits 50 ms, and after each further one twice as long, up to
+// 1 s, until a connection serves a call. The calls meanwhile fail at once
+// with the last refusal. Its zero value holds no dial. A driver keeps one
+// per server, under a lock of its own.
+type Refusals struct {
+	n     int // refusals in a row
+	until time.Time
+	err   error
+}
+
+// Spacing of the dials after refusals (see Refusals).
+const (
+	minRefusalWait = 50 * time.Millisecond
+	maxRefusalWait = time.Second
+)
+
+// Add counts a refusal, err, at now.
+func (r *Refusals) Add(err error, now time.Time) {
+	wait := minRefusalWait << min(r.n, 10)
+	r.n++
+	r.until, r.err = now.Add(min(wait, maxRefusalWait)), err
+}
+
+// Served ends the spacing: a connection served a call.
+func (r *Refusals) Served() { r.n = 0 }
+
+// Held returns the last refusal while no dial may go at now, or nil when
+// one may.
+func (r *Refusals) Held(now time.Time) error {
+	if r.n > 0 && now.Before(r.until) {
+		return r.err
+	}
+	return nil
 }
 
 // Stale reports the errors of a connection that died under a call or

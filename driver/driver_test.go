@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -80,4 +81,22 @@ func TestRefused(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, Refused(tc.err), "%v", tc.err)
 	}
+}
+
+func TestRefusals_SpaceTheDials(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	refusal := Error("NOAUTH Authentication required.")
+	var r Refusals
+	assert.NoError(t, r.Held(t0), "no refusal, no spacing")
+	now := t0
+	for _, wait := range []time.Duration{50, 100, 200, 400, 800, 1000, 1000} {
+		wait *= time.Millisecond
+		r.Add(refusal, now)
+		assert.Equal(t, error(refusal), r.Held(now.Add(wait-time.Millisecond)), "held for %v", wait)
+		assert.NoError(t, r.Held(now.Add(wait)), "a dial may go after %v", wait)
+		now = now.Add(wait)
+	}
+	r.Served()
+	r.Add(refusal, now)
+	assert.NoError(t, r.Held(now.Add(50*time.Millisecond)), "a connection that served starts the spacing over")
 }

@@ -53,33 +53,16 @@ type target struct {
 	opening bool       // a new lane's first batch is out
 	waiting []*request // calls that found no lane taking calls while one was opening
 	closed  bool       // no call is placed any more; idle lanes are closed
-	// A server that refuses connections: failures counts the lanes in a
-	// row that failed before a batch came back whole; until retryAt no
-	// lane opens, and each call fails with failErr (see refused).
-	failures int
-	retryAt  time.Time
-	failErr  error
+	// refusals: the lanes in a row that failed before a call on them was
+	// served, which space the next (see refused).
+	refusals driver.Refusals
 }
 
-// Spacing of the lanes opened to a server that refuses connections: after
-// the first failure the next lane waits minRefusedBackoff, and each further
-// one twice as long as the one before, up to maxRefusedBackoff. A call
-// served ends the spacing. What counts as a refusal is driver.Refused's:
-// not a timeout, nor a dial refused because nothing listens.
-const (
-	minRefusedBackoff = 50 * time.Millisecond
-	maxRefusedBackoff = time.Second
-)
-
-// refused counts a lane that failed with err before a batch came back
-// whole on it, and puts off the next lane: a server that refuses every
+// refused counts a lane that failed with err before a call on it was
+// served, and puts off the next lane: a server that refuses every
 // connection (a wrong or missing password, maxclients) is not dialled at
 // every call. The caller holds t.mu.
-func (t *target) refused(err error) {
-	wait := minRefusedBackoff << min(t.failures, 10)
-	t.failures++
-	t.retryAt, t.failErr = time.Now().Add(min(wait, maxRefusedBackoff)), err
-}
+func (t *target) refused(err error) { t.refusals.Add(err, time.Now()) }
 
 // lane is one connection of a target and the calls queued on it.
 type lane struct {
@@ -149,11 +132,12 @@ func (t *target) place(r *request) {
 		r.finish(driver.Reply{Server: t.server}, ErrClosed)
 		return
 	}
-	if t.cur == nil && !t.opening && t.failures > 0 && time.Now().Before(t.retryAt) {
-		err := t.failErr
-		t.mu.Unlock()
-		r.finish(driver.Reply{Server: t.server}, err)
-		return
+	if t.cur == nil && !t.opening {
+		if err := t.refusals.Held(time.Now()); err != nil {
+			t.mu.Unlock()
+			r.finish(driver.Reply{Server: t.server}, err)
+			return
+		}
 	}
 	l := t.pick()
 	if l == nil {
@@ -508,7 +492,7 @@ func (l *lane) send(batch []*request, opening, fresh bool) bool {
 	}
 	switch {
 	case l.served:
-		t.failures = 0
+		t.refusals.Served()
 	case broken:
 		if err := firstConnErr(res); driver.Refused(err) {
 			t.refused(l.refusal(err))

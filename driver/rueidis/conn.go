@@ -31,12 +31,9 @@ type line struct {
 	mu     sync.Mutex
 	cur    *held // nil until taken, and after it failed
 	closed bool  // the master is closed: no more connections
-	// A server that refuses connections: failures counts the connections
-	// in a row dropped before they served a call; until retryAt no call
-	// takes another, and each fails with failErr (see refused).
-	failures int
-	retryAt  time.Time
-	failErr  error
+	// refusals: the connections in a row dropped before they served a
+	// call, which space the next (see drop).
+	refusals driver.Refusals
 	dialing  sync.WaitGroup
 	senders  sync.WaitGroup // the senders of the connections taken (see batcher)
 }
@@ -54,7 +51,7 @@ type held struct {
 	// asks.
 	answered atomic.Bool
 	// served: a call on it had a reply that is not an error (see
-	// line.refused).
+	// line.drop).
 	served atomic.Bool
 }
 
@@ -87,13 +84,13 @@ var errMasterClosed = errors.New("rueidisdriver: master closed")
 // returns when it has none, within ctx. rueidis dials a connection without
 // a ctx, bounded by the client's dial timeout; a call whose ctx ends first
 // returns, and the connection serves the next one. While the server is
-// refusing connections (see refused) it takes none, and fails at once.
+// refusing connections (see drop) it takes none, and fails at once.
 func (l *line) conn(ctx context.Context, node func() (rueidis.Client, error)) (*held, error) {
 	l.mu.Lock()
 	h := l.cur
 	if h == nil {
 		var client rueidis.Client
-		err := l.holding(time.Now())
+		err := l.refusals.Held(time.Now())
 		if err == nil {
 			client, err = node()
 		}
@@ -160,20 +157,14 @@ func (l *line) take(client rueidis.Client) *held {
 	return h
 }
 
-// Spacing of the connections taken from a server that refuses them: after
-// the first refusal the next is taken minRefusedBackoff later, and each
-// further one twice as long after the one before, up to maxRefusedBackoff.
-// A connection that serves a call ends the spacing. What counts as a
-// refusal is driver.Refused's: not a timeout, nor a dial refused because
-// nothing listens.
-const (
-	minRefusedBackoff = 50 * time.Millisecond
-	maxRefusedBackoff = time.Second
-)
-
 // drop closes h, which failed with err, unless the line has moved on
 // already: the next call takes a new connection, and the guard asks on it.
-// A connection dropped before it served a call was refused (see refused).
+// A connection dropped before it served a call, as driver.Refused judges
+// its error, was refused: the next is taken only as driver.Refusals
+// spaces them, so that a server that refuses every connection (a password
+// missing or wrong, maxclients reached) is not dialled at every call;
+// rueidis hands out a connection whose setup failed, its calls failing
+// with why.
 // It does not wait for h's sender, which may call it.
 func (l *line) drop(h *held, err error) {
 	l.mu.Lock()
@@ -184,33 +175,13 @@ func (l *line) drop(h *held, err error) {
 	l.cur = nil
 	switch {
 	case h.served.Load():
-		l.failures = 0
+		l.refusals.Served()
 	case driver.Refused(err):
-		l.refused(refusal(err), time.Now())
+		l.refusals.Add(refusal(err), time.Now())
 	}
 	l.mu.Unlock()
 	h.dc.Close() // closes the connection, and gives it back to the client's pool, which discards it
 	h.b.close()
-}
-
-// refused counts a connection that the server refused, as err says, and
-// puts off taking the next: rueidis hands out a connection whose dial
-// failed (a password missing or wrong, maxclients reached), its calls
-// failing with why, and a server that refuses every connection is not
-// dialled at every call. l.mu is held.
-func (l *line) refused(err error, now time.Time) {
-	wait := minRefusedBackoff << min(l.failures, 10)
-	l.failures++
-	l.retryAt, l.failErr = now.Add(min(wait, maxRefusedBackoff)), err
-}
-
-// holding returns why no connection may be taken now, or nil when one may.
-// l.mu is held.
-func (l *line) holding(now time.Time) error {
-	if l.failures > 0 && now.Before(l.retryAt) {
-		return l.failErr
-	}
-	return nil
 }
 
 // close gives the line's connection back to the client, once any dial in

@@ -19,8 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,28 +202,11 @@ func RunDriver(t *testing.T, newDriver New) {
 				srv[0].Resume()
 			}
 		}()
-		stop := make(chan struct{})
-		done := make(chan struct{}, goroutines)
-		for g := range goroutines {
-			go func() {
-				defer func() { done <- struct{}{} }()
-				for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), deadline)
-					eval(t, ds[0], ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
-					cancel()
-				}
-			}()
-		}
-		time.Sleep(stopped)
-		close(stop)
-		for range goroutines {
-			<-done
-		}
+		callBusily(goroutines, stopped, func(g, i int) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			eval(t, ds[0], ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
+		})
 		require.NoError(t, srv[0].Resume())
 		resumed = true
 		require.Eventually(t, func() bool {
@@ -257,37 +240,19 @@ func RunDriver(t *testing.T, newDriver New) {
 		require.NoError(t, err)
 		received := func() int { return connectionsReceived(t, srv[0], password) }
 		before := received()
-		stop := make(chan struct{})
-		refusals := make(chan int, goroutines) // each goroutine's calls that failed with NOAUTH
-		for g := range goroutines {
-			go func() {
-				n := 0
-				defer func() { refusals <- n }()
-				for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), deadline)
-					_, err := eval(t, ds[0], ctx, call(fmt.Sprint(g, i)))
-					cancel()
-					if de := driver.Error(""); errors.As(err, &de) && de.Code() == "NOAUTH" {
-						n++
-					}
-				}
-			}()
-		}
-		time.Sleep(refusing)
-		close(stop)
-		refused := 0
-		for range goroutines {
-			refused += <-refusals
-		}
+		var refused atomic.Int64 // calls that failed with NOAUTH
+		callBusily(goroutines, refusing, func(g, i int) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			_, err := eval(t, ds[0], ctx, call(fmt.Sprint(g, i)))
+			if de := driver.Error(""); errors.As(err, &de) && de.Code() == "NOAUTH" {
+				refused.Add(1)
+			}
+		})
 		opened := received() - before - 2 // less the two asking
-		t.Logf("%d connections opened over %v of refusals; %d calls failed with NOAUTH", opened, refusing, refused)
+		t.Logf("%d connections opened over %v of refusals; %d calls failed with NOAUTH", opened, refusing, refused.Load())
 		assert.LessOrEqual(t, opened, 10, "a refusing master was dialled in a storm")
-		assert.Positive(t, refused, "the calls say why they fail: NOAUTH")
+		assert.Positive(t, refused.Load(), "the calls say why they fail: NOAUTH")
 		_, err = srv[0].DoAs(password, "CONFIG", "SET", "requirepass", "")
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
@@ -331,14 +296,38 @@ func runID(t *testing.T, answers []any) string {
 	return ""
 }
 
+// callBusily has goroutines call back to back for d, call(g, i) being
+// goroutine g's i-th call, and returns once they all stopped. The calls
+// are bounded in count too.
+func callBusily(goroutines int, d time.Duration, call func(g, i int)) {
+	stop := make(chan struct{})
+	done := make(chan struct{}, goroutines)
+	for g := range goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 100000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				call(g, i)
+			}
+		}()
+	}
+	time.Sleep(d)
+	close(stop)
+	for range goroutines {
+		<-done
+	}
+}
+
 // connectionsReceived returns how many connections s has accepted since it
 // started, the one asking included; password, when not "", is the one s
 // now asks for.
 func connectionsReceived(t *testing.T, s *redistest.Server, password string) int {
 	t.Helper()
-	stats, err := s.InfoAs(password, "stats")
-	require.NoError(t, err)
-	n, err := strconv.Atoi(stats["total_connections_received"])
+	n, err := s.ConnectionsReceived(password)
 	require.NoError(t, err, "INFO stats total_connections_received")
 	return n
 }

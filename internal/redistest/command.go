@@ -149,6 +149,17 @@ func reply(r *bufio.Reader, addr string, args []string, line string) (string, er
 	return "", fmt.Errorf("redistest: %s: reply %q not read", args[0], line)
 }
 
+// ConnectionsReceived returns how many connections the server has
+// accepted since it started, the one asking included; password, when not
+// "", is the one the server asks for (see DoAs).
+func (s *Server) ConnectionsReceived(password string) (int, error) {
+	stats, err := s.InfoAs(password, "stats")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(stats["total_connections_received"])
+}
+
 // Info returns the fields of one INFO section, such as "replication".
 func (s *Server) Info(section string) (map[string]string, error) {
 	return s.InfoAs("", section)

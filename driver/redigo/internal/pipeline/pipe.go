@@ -549,7 +549,7 @@ func (p *pipe) lost() bool {
 // refused returns why the master closed the connection before it served a
 // call (its last error reply, or how the connection ended), or nil when it
 // served one, or ended otherwise (replaced, or closed here). A master that
-// does so refuses the connection: see connSlot.failed.
+// does so refuses the connection (see driver.Refusals).
 func (p *pipe) refused() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -560,6 +560,13 @@ func (p *pipe) refused() error {
 		return unauthenticated(p.errReply)
 	}
 	return p.err
+}
+
+// hasServed reports whether a reply that is not an error came on p.
+func (p *pipe) hasServed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served
 }
 
 // netTimeout reports an error of a deadline that passed on a connection.

@@ -39,13 +39,9 @@ type connSlot struct {
 	// the next may go (see replace).
 	dialedAt time.Time
 	backoff  time.Duration
-	// A master that refuses connections: failures counts the dials in a
-	// row that failed, or whose connection the master closed before it
-	// served a call; until retryAt no call dials, and each fails with
-	// failErr (see failed).
-	failures int
-	retryAt  time.Time
-	failErr  error
+	// refusals: the dials in a row that failed, or whose connection the
+	// master closed before it served a call, which space the next.
+	refusals driver.Refusals
 }
 
 // Spacing of the dials that replace a silent pipe. The first goes at once;
@@ -57,37 +53,6 @@ const (
 	maxSilentBackoff = 4 * time.Second
 	resetSilentAfter = 2 * maxSilentBackoff
 )
-
-// Spacing of the dials to a master that refuses connections: after the
-// first failure the next dial waits minFailedBackoff, and each further one
-// twice as long as the one before, up to maxFailedBackoff. A connection
-// that serves a call ends the spacing. What counts as a refusal is
-// driver.Refused's: not a timeout, nor a dial refused because nothing
-// listens.
-const (
-	minFailedBackoff = 50 * time.Millisecond
-	maxFailedBackoff = time.Second
-)
-
-// failed counts a dial that failed with err, or a connection that the
-// master closed before it served a call (err says why), and puts off the
-// next dial: a master that refuses every connection (a wrong password, one
-// missing, maxclients reached) is not dialled at every call. The caller
-// holds s.mu.
-func (s *connSlot) failed(err error, now time.Time) {
-	wait := minFailedBackoff << min(s.failures, 10)
-	s.failures++
-	s.retryAt, s.failErr = now.Add(min(wait, maxFailedBackoff)), err
-}
-
-// held returns why no dial may go now, or nil when one may. The caller
-// holds s.mu.
-func (s *connSlot) held(now time.Time) error {
-	if s.failures > 0 && now.Before(s.retryAt) {
-		return s.failErr
-	}
-	return nil
-}
 
 // replace reports whether the slot's silent pipe is to be replaced now,
 // and then counts the dial. The caller holds s.mu. Until a dial is due the
@@ -168,8 +133,11 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		}
 		if old != nil && !old.accepting.Load() {
 			lost = lost || old.lost()
-			if why := old.refused(); why != nil {
-				s.failed(why, time.Now())
+			switch why := old.refused(); {
+			case why != nil:
+				s.refusals.Add(why, time.Now())
+			case old.hasServed():
+				s.refusals.Served()
 			}
 			s.p, old = nil, nil
 			s.cur.Store(nil)
@@ -183,7 +151,7 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 				return nil, lost, ctx.Err()
 			}
 		}
-		if err := s.held(time.Now()); err != nil {
+		if err := s.refusals.Held(time.Now()); err != nil {
 			s.mu.Unlock()
 			if old != nil {
 				return old, lost, nil // the silent pipe is still open: the call goes on it
@@ -202,7 +170,7 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 			s.p = p
 			s.cur.Store(p)
 		case !errors.Is(err, errClosed) && driver.Refused(err):
-			s.failed(err, time.Now())
+			s.refusals.Add(err, time.Now())
 		}
 		s.mu.Unlock()
 		close(ch)
