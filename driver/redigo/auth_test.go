@@ -179,3 +179,64 @@ func TestAuth_WrongPassword_NoDialStorm(t *testing.T) {
 	t.Logf("%d dials over %v", dialled, calling)
 	assert.LessOrEqual(t, dialled, 10, "a master that refuses the password was dialled in a storm")
 }
+
+// A master that asks for a password and is stopped while the driver has no
+// connection open takes each dial's connection into its listen queue, and
+// answers none of their AUTHs: the dials fail at their deadline. Were each
+// call to dial again, every one of those connections would be accepted at
+// once when the master runs again. Over a 2 s stop, one driver with 16 busy
+// goroutines dials it at most 3 times.
+func TestAuth_StoppedMaster_NoDialStorm(t *testing.T) {
+	const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
+	srv := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
+	received := func() int {
+		n, err := srv.ConnectionsReceived(defaultPassword)
+		require.NoError(t, err)
+		return n
+	}
+	p := newPool(t, srv.Addr(), redigo.WithAuth("", defaultPassword))
+	_, err := p.Do(testCtx(t), "PING")
+	require.NoError(t, err)
+	_, err = srv.DoAs(defaultPassword, "CLIENT", "KILL", "TYPE", "normal")
+	require.NoError(t, err)
+	before := received()
+	require.NoError(t, srv.Pause())
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	stop := make(chan struct{})
+	done := make(chan struct{}, goroutines)
+	for range goroutines {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				p.Do(ctx, "PING")
+				cancel()
+			}
+		}()
+	}
+	time.Sleep(stopped)
+	close(stop)
+	for range goroutines {
+		<-done
+	}
+	require.NoError(t, srv.Resume())
+	resumed = true
+	// The master accepts the queued connections before the one asking.
+	dialled := received() - before - 1
+	t.Logf("%d connections dialled over a %v stop", dialled, stopped)
+	assert.LessOrEqual(t, dialled, 3, "a stopped master was dialled in a storm")
+	require.Eventually(t, func() bool {
+		_, err := p.Do(testCtx(t), "PING")
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "calls succeed again after the resume")
+}

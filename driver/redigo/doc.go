@@ -17,13 +17,17 @@
 // is silent: it keeps taking calls, which run in order if the master comes
 // back, and is replaced by one dial at a time, the dials spaced by a
 // backoff that grows from 0.5 s to 4 s while the master stays silent, so
-// that a stopped master is not dialled at every deadline. A master that
+// that a stopped master is not dialled at every deadline. A dial the master
+// does not answer in time (a host that drops packets, a stopped master
+// with its listen queue full, or one that does not answer AUTH) is spaced
+// the same way, the calls meanwhile failing at once. A master that
 // refuses connections (a password missing or wrong, maxclients reached: a
 // dial that fails, or a connection closed before it served a call) is
 // dialled again 50 ms later, then twice as long each time up to 1 s, until
 // a connection serves; the calls meanwhile fail at once with its refusal
-// (NOAUTH, WRONGPASS). A timeout, or a dial refused because nothing
-// listens, is not a refusal (see driver.Refused). Subscribe opens a
+// (NOAUTH, WRONGPASS). A dial refused because nothing listens is spaced by
+// neither: it costs the master nothing, and reaches it as soon as it
+// listens again. Subscribe opens a
 // connection of its own.
 //
 // Start, which the lock calls, is Eval for a caller that does not wait: on

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -35,12 +36,16 @@ type connSlot struct {
 	mu      sync.Mutex
 	p       *pipe
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
-	// Replacing a silent pipe: the last such dial, and how long after it
-	// the next may go (see replace).
+	// Dialling a silent master, to replace a silent pipe or after a dial
+	// it did not answer: the last such dial, and how long after it the
+	// next may go (see replace).
 	dialedAt time.Time
 	backoff  time.Duration
-	// refusals: the dials in a row that failed, or whose connection the
-	// master closed before it served a call, which space the next.
+	// unanswered is why the last dial failed when the master did not
+	// answer it (see unanswered), until a dial succeeds.
+	unanswered error
+	// refusals: the dials in a row that the master refused, or whose
+	// connection it closed before it served a call, which space the next.
 	refusals driver.Refusals
 }
 
@@ -54,10 +59,11 @@ const (
 	resetSilentAfter = 2 * maxSilentBackoff
 )
 
-// replace reports whether the slot's silent pipe is to be replaced now,
-// and then counts the dial. The caller holds s.mu. Until a dial is due the
-// silent pipe keeps taking requests: they run, in order, if the master
-// comes back, and a hung master is not dialled at every deadline.
+// replace reports whether a dial to the slot's silent master may go now,
+// and then counts the dial. The caller holds s.mu. Until a dial is due a
+// silent pipe keeps taking requests (they run, in order, if the master
+// comes back), or, with no pipe open, calls fail at once: a hung master
+// is not dialled at every deadline.
 func (s *connSlot) replace(now time.Time) bool {
 	since := now.Sub(s.dialedAt)
 	switch {
@@ -151,7 +157,11 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 				return nil, lost, ctx.Err()
 			}
 		}
-		if err := s.refusals.Held(time.Now()); err != nil {
+		err := s.refusals.Held(time.Now())
+		if err == nil && old == nil && s.unanswered != nil && !s.replace(time.Now()) {
+			err = s.unanswered
+		}
+		if err != nil {
 			s.mu.Unlock()
 			if old != nil {
 				return old, lost, nil // the silent pipe is still open: the call goes on it
@@ -169,8 +179,15 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		case err == nil:
 			s.p = p
 			s.cur.Store(p)
-		case !errors.Is(err, errClosed) && driver.Refused(err):
+			s.unanswered = nil
+		case errors.Is(err, errClosed):
+		case driver.Refused(err):
 			s.refusals.Add(err, time.Now())
+		case unanswered(err):
+			if s.unanswered == nil && old == nil {
+				s.replace(time.Now()) // the first: later ones were counted before they went
+			}
+			s.unanswered = fmt.Errorf("redigo: master silent, not dialled again yet: %w", err)
 		}
 		s.mu.Unlock()
 		close(ch)
@@ -183,6 +200,18 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 		return p, lost, err
 	}
 	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
+}
+
+// unanswered reports whether a dial failed because the master did not
+// answer in time: a host that drops packets, or a master hung with its
+// listen queue full, or before it answered the connection's setup. The
+// next dial then waits as one replacing a silent pipe does: a dial at
+// every deadline would queue a connection at every deadline on a master
+// that is only stopped, all accepted at once when it runs again. A dial
+// its caller cancelled does not count.
+func unanswered(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Dials returns how many connections the pipeline has opened so far.
