@@ -19,7 +19,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,6 +220,37 @@ func RunDriver(t *testing.T, newDriver New) {
 		t.Logf("%d connections opened over a %v stop", opened, stopped)
 		assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
 	})
+	t.Run("UnansweredMasterIsNotDialledInAStorm", func(t *testing.T) {
+		// A master stopped with its listen queue full answers no dial: the
+		// driver's connection is dropped, and the master stopped with the
+		// queue (one connection long) filled. 16 goroutines keep calling
+		// it for 2 s, each call with a 50 ms deadline; the dials the
+		// driver sends meanwhile are counted on this side.
+		const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
+		srv := redistest.Start(t, 1, redistest.Ephemeral, "--tcp-backlog", "1")
+		d := closed(t, newDriver(t, srv[0].Addr()))
+		echo := driver.NewScript("echo", `return ARGV[1]`)
+		_, err := eval(t, d, ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
+		require.NoError(t, err)
+		_, err = srv[0].Do("CLIENT", "KILL", "TYPE", "normal")
+		require.NoError(t, err)
+		require.NoError(t, srv[0].Pause())
+		defer srv[0].Resume()
+		for range 3 { // the queue's length and more, so that the rest find it full
+			if c, err := net.DialTimeout("tcp", srv[0].Addr(), 100*time.Millisecond); err == nil {
+				defer c.Close()
+			}
+		}
+		dials, stop := watchDials(t, srv[0].Port)
+		callBusily(goroutines, stopped, func(g, i int) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			eval(t, d, ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
+		})
+		stop()
+		t.Logf("%d dials to a master that answered none over %v", dials(), stopped)
+		assert.LessOrEqual(t, dials(), 3, "a master that answers no dial was dialled in a storm")
+	})
 	t.Run("RefusingMasterIsNotDialledInAStorm", func(t *testing.T) {
 		// The master starts asking for a password the driver does not
 		// have, and drops the driver's connection. Each connection it
@@ -330,4 +364,52 @@ func connectionsReceived(t *testing.T, s *redistest.Server, password string) int
 	n, err := s.ConnectionsReceived(password)
 	require.NoError(t, err, "INFO stats total_connections_received")
 	return n
+}
+
+// watchDials counts the connections this process opens to port on
+// loopback from now on, sampling the kernel's sockets in SYN-SENT every
+// 2 ms until stop: a dial to a master that does not answer waits there
+// for its deadline, longer than that. dials returns the count so far.
+func watchDials(t *testing.T, port int) (dials func() int, stop func()) {
+	t.Helper()
+	suffix := fmt.Sprintf(":%04X", port)
+	sample := func(seen map[string]bool) {
+		for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n")[1:] {
+				// sl local_address rem_address st ...; st 02 is SYN-SENT.
+				if f := strings.Fields(line); len(f) > 3 && f[3] == "02" && strings.HasSuffix(f[2], suffix) {
+					seen[f[1]] = true
+				}
+			}
+		}
+	}
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp to watch the dials in")
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			mu.Lock()
+			sample(seen)
+			mu.Unlock()
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit); <-done }) }
+	t.Cleanup(stop)
+	return func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }, stop
 }
