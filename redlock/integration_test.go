@@ -197,6 +197,67 @@ func TestIntegration_ThreePaused_FailsWithinAFewNodeTimeouts(t *testing.T) {
 	}
 }
 
+// A master that asks for a password, stopped after its connections
+// dropped, takes each dial into its listen queue and answers none: the
+// kernel completes the connection, AUTH goes unanswered. Each connection
+// queued then is accepted at once when the master runs again. One client
+// of 16 goroutines taking and releasing one key dials it, over a 2 s stop,
+// at most 3 times for its calls (see drivertest's
+// UnansweredMasterIsNotDialledInAStorm) and at most twice for its
+// announcements.
+func TestIntegration_StoppedMasterWithAPassword_NotDialledInAStorm(t *testing.T) {
+	const goroutines, stopped, password = 16, 2 * time.Second, "stopped-Pw1"
+	srv := redistest.Start(t, 3, redistest.Ephemeral, "--requirepass", password)
+	addrs := make([]string, len(srv))
+	for i, s := range srv {
+		addrs[i] = "redis://:" + password + "@" + s.Addr()
+	}
+	c := clientAt(t, addrs, WithRestartGuard(0))
+	busy := func(d time.Duration) (locks int64) {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		end := time.Now().Add(d)
+		for range goroutines {
+			wg.Go(func() {
+				for i := 0; i < 100000 && time.Now().Before(end); i++ { // bounded in count and time
+					ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+					l, err := c.Lock(ctx, "hot", time.Second)
+					cancel()
+					if err == nil {
+						n.Add(1)
+						l.Release(context.Background())
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return n.Load()
+	}
+	require.Positive(t, busy(300*time.Millisecond), "the waiters are subscribed")
+	for _, kind := range []string{"normal", "pubsub"} {
+		_, err := srv[0].DoAs(password, "CLIENT", "KILL", "TYPE", kind)
+		require.NoError(t, err)
+	}
+	before, err := srv[0].ConnectionsReceived(password)
+	require.NoError(t, err)
+	require.NoError(t, srv[0].Pause())
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv[0].Resume()
+		}
+	}()
+	locks := busy(stopped)
+	require.NoError(t, srv[0].Resume())
+	resumed = true
+	after, err := srv[0].ConnectionsReceived(password) // the queued ones are accepted before this one
+	require.NoError(t, err)
+	dialled := after - before - 1
+	t.Logf("%d connections over a %v stop; %d locks meanwhile", dialled, stopped, locks)
+	assert.LessOrEqual(t, dialled, 5, "a stopped master was dialled in a storm")
+	assert.Positive(t, locks, "the other two masters kept the lock going")
+}
+
 func TestIntegration_ExtendAndReleaseTwice(t *testing.T) {
 	srv := masters(t, 5)
 	c := client(t, srv)

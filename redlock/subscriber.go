@@ -48,6 +48,10 @@ func (s *subscriber) stop() {
 	}
 }
 
+// silentRedial is the least wait before redialling a master that answered
+// no dial.
+const silentRedial = 500 * time.Millisecond
+
 // run keeps the connection up, with capped exponential backoff between
 // tries. The backoff starts over only once a subscription was confirmed: a
 // master that accepts the connection but refuses SUBSCRIBE (an ACL without
@@ -97,6 +101,13 @@ func (s *subscriber) run() {
 			}
 		}
 		s.cond.note(err)
+		if timedOut(err) {
+			// The master answered no dial: it is stopped, or cut off. A
+			// redial at once would wait out a dial timeout again, and queue
+			// one more connection on a stopped master, so that each client
+			// dialled it about twice a second.
+			backoff = max(backoff, silentRedial)
+		}
 		t := c.o.clock.NewTimer(backoff)
 		select {
 		case <-c.closing:
