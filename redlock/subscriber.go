@@ -15,27 +15,70 @@ type subscriber struct {
 	node int
 	cond *condition // how the connection fares, logged when it changes
 
-	mu      sync.Mutex // guards conn's writer side, want and stopped
+	mu      sync.Mutex // guards conn, want, changes and stopped
 	conn    driver.Subscription
 	want    map[string]bool
+	changes map[string]bool // channels whose want changed since the writer last looked: subscribe or not
+	changed chan struct{}   // 1-buffered: changes has some
 	stopped bool
 }
 
-func (s *subscriber) subscribe(ch string) {
+func newSubscriber(h *hub, node int, cond *condition) *subscriber {
+	return &subscriber{h: h, node: node, cond: cond, want: map[string]bool{}, changes: map[string]bool{}, changed: make(chan struct{}, 1)}
+}
+
+// subscribe and unsubscribe change whether the connection listens on ch.
+// They leave the write to the connection's writer (see write), and return
+// at once: they run under the hub's lock, on the way of every Lock of the
+// client, and a driver's write can wait on a master that answers nothing
+// (go-redis reconnects a PubSub inside it, holding it for its own dial and
+// read timeouts).
+func (s *subscriber) subscribe(ch string)   { s.set(ch, true) }
+func (s *subscriber) unsubscribe(ch string) { s.set(ch, false) }
+
+func (s *subscriber) set(ch string, on bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.want[ch] = true
-	if s.conn != nil {
-		s.conn.Subscribe(ch) // a failed write shows up in the reader, which reconnects
+	if on {
+		s.want[ch] = true
+	} else {
+		delete(s.want, ch)
+	}
+	s.changes[ch] = on
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
 	}
 }
 
-func (s *subscriber) unsubscribe(ch string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.want, ch)
-	if s.conn != nil {
-		s.conn.Unsubscribe(ch)
+// write asks conn for the channels in chans, then for each change of what
+// is wanted until done is closed. A failed write shows up in the reader,
+// which reconnects; a write that hangs ends when the reader closes conn.
+func (s *subscriber) write(conn driver.Subscription, chans []string, done <-chan struct{}) {
+	for {
+		if len(chans) > 0 {
+			conn.Subscribe(chans...)
+		}
+		var off []string
+		select {
+		case <-s.changed:
+		case <-done:
+			return
+		}
+		chans = chans[:0]
+		s.mu.Lock()
+		for ch, on := range s.changes {
+			if on {
+				chans = append(chans, ch)
+			} else {
+				off = append(off, ch)
+			}
+		}
+		clear(s.changes)
+		s.mu.Unlock()
+		if len(off) > 0 {
+			conn.Unsubscribe(off...)
+		}
 	}
 }
 
@@ -79,10 +122,13 @@ func (s *subscriber) run() {
 			for ch := range s.want {
 				chans = append(chans, ch)
 			}
-			if len(chans) > 0 {
-				conn.Subscribe(chans...)
-			}
+			clear(s.changes) // chans has them
 			s.mu.Unlock()
+			done, wrote := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(wrote)
+				s.write(conn, chans, done)
+			}()
 
 			var confirmed bool
 			confirmed, err = s.receive(conn)
@@ -91,7 +137,9 @@ func (s *subscriber) run() {
 			s.conn = nil
 			stopped := s.stopped
 			s.mu.Unlock()
-			conn.Close()
+			conn.Close() // ends a write that hangs
+			close(done)
+			<-wrote
 			s.h.disconnected(s.node)
 			if stopped {
 				return

@@ -2,10 +2,16 @@ package redlock
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // Masters that drop their pub/sub connection and come back confirm the
@@ -31,4 +37,101 @@ func TestHub_ConfirmationsAfterReconnect(t *testing.T) {
 func TestNodeError_NilCause(t *testing.T) {
 	assert.Equal(t, "redlock: node 1 (a): <nil>", (&NodeError{Node: 1, Addr: "a"}).Error())
 	assert.Equal(t, "redlock: node 1 (a): held by another owner", (&NodeError{Node: 1, Addr: "a", Err: ErrHeld}).Error())
+}
+
+// A write on a subscription can wait on a master that answers nothing:
+// go-redis reconnects a PubSub inside its Subscribe, holding it for its own
+// dial and read timeouts. Lock subscribes under the client's hub lock, so
+// such a write must not be waited for there: a Lock ends by its ctx, and
+// so does every other Lock of the client.
+func TestIntegration_Lock_DoesNotWaitForASubscriptionWrite(t *testing.T) {
+	srv := masters(t, 3)
+	hung := &hungSubscriptions{}
+	ms := make([]driver.Master, len(srv))
+	for i, u := range urls(srv) {
+		m, err := redigo.Open(u)
+		require.NoError(t, err)
+		ms[i] = m
+	}
+	hung.Master, ms[0] = ms[0], hung
+	c, err := New(ms, suite(WithRestartGuard(0), WithLogger(quiet()), WithCloseDrivers())()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	holder := client(t, srv)
+	for _, key := range []string{"a", "b", "c"} {
+		_, err := holder.TryLock(context.Background(), key, 10*time.Second)
+		require.NoError(t, err)
+	}
+	lock := func(key string) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Lock(ctx, key, time.Second)
+		return time.Since(start), err
+	}
+	_, err = lock("a") // the subscriptions come up
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.Eventually(t, func() bool {
+		s := c.hub.subs[0]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conn != nil
+	}, 5*time.Second, 10*time.Millisecond, "master 0's subscription is up")
+
+	hung.hang.Store(true)
+	var wg sync.WaitGroup
+	for _, key := range []string{"b", "c"} {
+		wg.Go(func() {
+			took, err := lock(key)
+			assert.ErrorIs(t, err, ErrNotObtained, key)
+			assert.Less(t, took, time.Second, "%s: Lock waited for a subscription write past its ctx", key)
+		})
+	}
+	wg.Wait()
+}
+
+// hungSubscriptions is a driver.Master whose subscriptions' writes, once
+// hang is set, wait until the subscription is closed, at most 5 s.
+type hungSubscriptions struct {
+	driver.Master
+	hang atomic.Bool
+}
+
+func (m *hungSubscriptions) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	sub, err := m.Master.Subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hungSubscription{Subscription: sub, hang: &m.hang, closed: make(chan struct{})}, nil
+}
+
+type hungSubscription struct {
+	driver.Subscription
+	hang   *atomic.Bool
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (s *hungSubscription) wait() {
+	if s.hang.Load() {
+		select {
+		case <-s.closed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+func (s *hungSubscription) Subscribe(channels ...string) error {
+	s.wait()
+	return s.Subscription.Subscribe(channels...)
+}
+
+func (s *hungSubscription) Unsubscribe(channels ...string) error {
+	s.wait()
+	return s.Subscription.Unsubscribe(channels...)
+}
+
+func (s *hungSubscription) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return s.Subscription.Close()
 }

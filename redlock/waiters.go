@@ -70,7 +70,7 @@ func newHub(c *Client) *hub {
 	for i := range c.nodes {
 		cond := &condition{log: c.o.logger, addr: c.nodes[i].addr(),
 			what: "release announcements from master", effect: "waiters fall back to their backoff"}
-		h.subs = append(h.subs, &subscriber{h: h, node: i, want: map[string]bool{}, cond: cond})
+		h.subs = append(h.subs, newSubscriber(h, i, cond))
 	}
 	return h
 }
