@@ -105,6 +105,7 @@ func (s *subscriber) run() {
 	for {
 		ctx, cancel := c.o.clock.WithTimeout(context.Background(), max(c.o.nodeTimeout, 500*time.Millisecond))
 		conn, err := c.nodes[s.node].subscribe(ctx)
+		unanswered := err != nil && ctx.Err() != nil // whatever error the driver made of its end
 		cancel()
 		if errors.Is(err, errNoPubSub) {
 			s.h.markDeaf()
@@ -149,7 +150,7 @@ func (s *subscriber) run() {
 			}
 		}
 		s.cond.note(err)
-		if timedOut(err) {
+		if unanswered || timedOut(err) {
 			// The master answered no dial: it is stopped, or cut off. A
 			// redial at once would wait out a dial timeout again, and queue
 			// one more connection on a stopped master, so that each client
