@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +37,50 @@ func lockClient(t *testing.T, ds []driver.Master, opts ...redlock.Option) *redlo
 // lock's three nodes a standalone master.
 func RunLock(t *testing.T, newDriver New) {
 	runLock(t, standaloneTopology(newDriver))
+	t.Run("StoppedMasterIsNotDialledInAStorm", func(t *testing.T) { stoppedMasterDials(t, newDriver) })
+}
+
+// stoppedMasterDials has a client of 16 goroutines take and release one key
+// while one of three masters is stopped for 2 s with its listen queue full,
+// after its connections dropped: the client's calls and its release
+// announcements both need new connections to it, and none is answered. It
+// dials the master at most 5 times in all: the default driver 3 times for
+// its calls (see UnansweredMasterIsNotDialledInAStorm) and twice for its
+// announcements. The lock goes on, on the other two.
+func stoppedMasterDials(t *testing.T, newDriver New) {
+	const goroutines, stopped = 16, 2 * time.Second
+	srv := append(redistest.Start(t, 1, redistest.Ephemeral, "--tcp-backlog", "1"), redistest.Start(t, nodeCount-1, redistest.Ephemeral)...)
+	c := lockClient(t, standalone{srv: srv, newDriver: newDriver}.open(t))
+	busy := func(d time.Duration) int64 {
+		var locks atomic.Int64
+		callBusily(goroutines, d, func(_, _ int) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if l, err := c.Lock(ctx, "hot", time.Second); err == nil {
+				locks.Add(1)
+				l.Release(ctx)
+			}
+		})
+		return locks.Load()
+	}
+	require.Positive(t, busy(300*time.Millisecond), "the waiters are subscribed")
+	for _, kind := range []string{"normal", "pubsub"} {
+		_, err := srv[0].Do("CLIENT", "KILL", "TYPE", kind)
+		require.NoError(t, err)
+	}
+	require.NoError(t, srv[0].Pause())
+	defer srv[0].Resume()
+	for range 3 { // the queue's length and more, so that the rest find it full
+		if c, err := net.DialTimeout("tcp", srv[0].Addr(), 100*time.Millisecond); err == nil {
+			defer c.Close()
+		}
+	}
+	dials, stop := watchDials(t, srv[0].Port)
+	locks := busy(stopped)
+	stop()
+	t.Logf("%d dials to the stopped master over %v; %d locks meanwhile", dials(), stopped, locks)
+	assert.LessOrEqual(t, dials(), 5, "a stopped master was dialled in a storm")
+	assert.Positive(t, locks, "the other two masters kept the lock going")
 }
 
 // runLock runs the lock's operations through the driver on the nodes top
