@@ -82,12 +82,16 @@ func (s *subscriber) write(conn driver.Subscription, chans []string, done <-chan
 	}
 }
 
+// stop ends the subscriber: run returns once its reader is unblocked. The
+// connection is closed outside s.mu, as a Close can wait on a master that
+// answers nothing, and the Lock path takes s.mu.
 func (s *subscriber) stop() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stopped = true
-	if s.conn != nil {
-		s.conn.Close() // unblocks the reader
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		conn.Close() // unblocks the reader
 	}
 }
 

@@ -135,3 +135,47 @@ func (s *hungSubscription) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	return s.Subscription.Close()
 }
+
+// Stopping a subscriber closes its connection, which can wait on a master
+// that answers nothing (go-redis's PubSub.Close waits for a reconnect
+// under way). Meanwhile the Lock path, which takes the subscriber's lock to
+// subscribe or to see whether it is connected, goes on.
+func TestSubscriber_StopDoesNotHoldItsLockThroughAClose(t *testing.T) {
+	s := newSubscriber(nil, 0, nil)
+	closing, release := make(chan struct{}), make(chan struct{})
+	s.conn = &slowClose{closing: closing, release: release}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		s.stop()
+	}()
+	<-closing
+	subscribed := make(chan struct{})
+	go func() {
+		defer close(subscribed)
+		s.subscribe("ch")
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(time.Second):
+		t.Error("subscribe waited for the connection's Close")
+	}
+	close(release)
+	<-stopped
+	<-subscribed
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.True(t, s.stopped)
+}
+
+// slowClose is a subscription whose Close waits until release is closed.
+type slowClose struct {
+	driver.Subscription
+	closing, release chan struct{}
+}
+
+func (c *slowClose) Close() error {
+	close(c.closing)
+	<-c.release
+	return nil
+}
