@@ -18,7 +18,7 @@ type subscriber struct {
 	mu      sync.Mutex // guards conn, want, changes and stopped
 	conn    driver.Subscription
 	want    map[string]bool
-	changes map[string]bool // channels whose want changed since the writer last looked: subscribe or not
+	changes map[string]bool // while connected, channels whose want changed since the writer last looked: subscribe or not
 	changed chan struct{}   // 1-buffered: changes has some
 	stopped bool
 }
@@ -43,11 +43,16 @@ func (s *subscriber) set(ch string, on bool) {
 	} else {
 		delete(s.want, ch)
 	}
-	s.changes[ch] = on
+	connected := s.conn != nil
+	if connected { // else the next connection asks for want
+		s.changes[ch] = on
+	}
 	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
+	if connected {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
 	}
 }
 
