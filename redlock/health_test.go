@@ -19,7 +19,6 @@ import (
 
 	"github.com/quorumlock/quorumlock/clock"
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/internal/slot"
 	"github.com/quorumlock/quorumlock/redlock/internal/info"
@@ -351,12 +350,7 @@ func TestIntegration_Guard_ALateReadOfTheOldProcessNeverLetsItVote(t *testing.T)
 	const window = 5 * time.Second
 	srv := mastersWith(t, 3, redistest.FsyncAlways)
 	held := &heldMaster{release: make(chan struct{})}
-	ms := make([]driver.Master, len(srv))
-	for i, u := range urls(srv) {
-		m, err := redigo.Open(u)
-		require.NoError(t, err)
-		ms[i] = m
-	}
+	ms := drivers(t, srv)
 	held.Master, ms[0] = ms[0], held
 	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithCloseDrivers())()...)
 	require.NoError(t, err)

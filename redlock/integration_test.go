@@ -241,15 +241,9 @@ func TestIntegration_StoppedMasterWithAPassword_NotDialledInAStorm(t *testing.T)
 	before, err := srv[0].ConnectionsReceived(password)
 	require.NoError(t, err)
 	require.NoError(t, srv[0].Pause())
-	resumed := false
-	defer func() {
-		if !resumed {
-			srv[0].Resume()
-		}
-	}()
+	t.Cleanup(func() { srv[0].Resume() }) // a second SIGCONT does nothing
 	locks := busy(stopped)
 	require.NoError(t, srv[0].Resume())
-	resumed = true
 	after, err := srv[0].ConnectionsReceived(password) // the queued ones are accepted before this one
 	require.NoError(t, err)
 	dialled := after - before - 1

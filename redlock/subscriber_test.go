@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/driver"
-	"github.com/quorumlock/quorumlock/driver/redigo"
 )
 
 // Masters that drop their pub/sub connection and come back confirm the
@@ -47,12 +46,7 @@ func TestNodeError_NilCause(t *testing.T) {
 func TestIntegration_Lock_DoesNotWaitForASubscriptionWrite(t *testing.T) {
 	srv := masters(t, 3)
 	hung := &hungSubscriptions{}
-	ms := make([]driver.Master, len(srv))
-	for i, u := range urls(srv) {
-		m, err := redigo.Open(u)
-		require.NoError(t, err)
-		ms[i] = m
-	}
+	ms := drivers(t, srv)
 	hung.Master, ms[0] = ms[0], hung
 	c, err := New(ms, suite(WithRestartGuard(0), WithLogger(quiet()), WithCloseDrivers())()...)
 	require.NoError(t, err)

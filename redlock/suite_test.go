@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/quorumlock/quorumlock/driver"
+	"github.com/quorumlock/quorumlock/driver/redigo"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
@@ -59,6 +63,20 @@ func urls(srv []*redistest.Server) []string {
 		out[i] = suiteURL(a)
 	}
 	return out
+}
+
+// drivers returns a default driver for each of the servers, at the
+// suite's address (see suiteURL), for tests that wrap one; a client given
+// them closes them with WithCloseDrivers.
+func drivers(t *testing.T, srv []*redistest.Server) []driver.Master {
+	t.Helper()
+	ms := make([]driver.Master, len(srv))
+	for i, u := range urls(srv) {
+		m, err := redigo.Open(u)
+		require.NoError(t, err)
+		ms[i] = m
+	}
+	return ms
 }
 
 // suiteURL returns the address a suite's client uses for addr: in the ACL

@@ -143,39 +143,13 @@ func TestAuth_RequirepassOnly(t *testing.T) {
 func TestAuth_WrongPassword_NoDialStorm(t *testing.T) {
 	const goroutines, deadline, calling = 16, 50 * time.Millisecond, 2 * time.Second
 	srv := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
-	received := func() int {
-		n, err := srv.ConnectionsReceived(defaultPassword)
-		require.NoError(t, err)
-		return n
-	}
 	p := newPool(t, srv.Addr(), redigo.WithAuth("", "nope-Pw9"))
-	before := received()
-	stop := make(chan struct{})
-	errs := make(chan error, goroutines)
-	for range goroutines {
-		go func() {
-			var err error
-			defer func() { errs <- err }()
-			for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				_, err = p.Do(ctx, "PING")
-				cancel()
-			}
-		}()
-	}
-	time.Sleep(calling)
-	close(stop)
-	for range goroutines {
-		err := <-errs
+	before := received(t, srv)
+	for _, err := range pingBusily(p, goroutines, calling, deadline) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "WRONGPASS")
 	}
-	dialled := received() - before - 1 // less the one asking
+	dialled := received(t, srv) - before - 1 // less the one asking
 	t.Logf("%d dials over %v", dialled, calling)
 	assert.LessOrEqual(t, dialled, 10, "a master that refuses the password was dialled in a storm")
 }
@@ -189,54 +163,62 @@ func TestAuth_WrongPassword_NoDialStorm(t *testing.T) {
 func TestAuth_StoppedMaster_NoDialStorm(t *testing.T) {
 	const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
 	srv := startRedisWithAuth(t, []any{"CONFIG", "SET", "requirepass", defaultPassword})
-	received := func() int {
-		n, err := srv.ConnectionsReceived(defaultPassword)
-		require.NoError(t, err)
-		return n
-	}
 	p := newPool(t, srv.Addr(), redigo.WithAuth("", defaultPassword))
 	_, err := p.Do(testCtx(t), "PING")
 	require.NoError(t, err)
 	_, err = srv.DoAs(defaultPassword, "CLIENT", "KILL", "TYPE", "normal")
 	require.NoError(t, err)
-	before := received()
+	before := received(t, srv)
 	require.NoError(t, srv.Pause())
-	resumed := false
-	defer func() {
-		if !resumed {
-			srv.Resume()
-		}
-	}()
-	stop := make(chan struct{})
-	done := make(chan struct{}, goroutines)
-	for range goroutines {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := 0; i < 100000; i++ { // bounded in count; stop bounds it in time
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), deadline)
-				p.Do(ctx, "PING")
-				cancel()
-			}
-		}()
-	}
-	time.Sleep(stopped)
-	close(stop)
-	for range goroutines {
-		<-done
-	}
+	t.Cleanup(func() { srv.Resume() }) // a second SIGCONT does nothing
+	pingBusily(p, goroutines, stopped, deadline)
 	require.NoError(t, srv.Resume())
-	resumed = true
 	// The master accepts the queued connections before the one asking.
-	dialled := received() - before - 1
+	dialled := received(t, srv) - before - 1
 	t.Logf("%d connections dialled over a %v stop", dialled, stopped)
 	assert.LessOrEqual(t, dialled, 3, "a stopped master was dialled in a storm")
 	require.Eventually(t, func() bool {
 		_, err := p.Do(testCtx(t), "PING")
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "calls succeed again after the resume")
+}
+
+// pingBusily has goroutines PING p back to back for d, each PING within
+// deadline, and returns each goroutine's last error. The PINGs are bounded
+// in count too.
+func pingBusily(p *redigo.Redis, goroutines int, d, deadline time.Duration) []error {
+	stop := make(chan struct{})
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			var err error
+			defer func() { errs <- err }()
+			for i := 0; i < 100000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				_, err = p.Do(ctx, "PING")
+				cancel()
+			}
+		}()
+	}
+	time.Sleep(d)
+	close(stop)
+	out := make([]error, 0, goroutines)
+	for range goroutines {
+		out = append(out, <-errs)
+	}
+	return out
+}
+
+// received returns how many connections srv, asking for defaultPassword,
+// has accepted, the one asking included.
+func received(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	n, err := srv.ConnectionsReceived(defaultPassword)
+	require.NoError(t, err)
+	return n
 }

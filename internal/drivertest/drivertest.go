@@ -232,16 +232,7 @@ func RunDriver(t *testing.T, newDriver New) {
 		echo := driver.NewScript("echo", `return ARGV[1]`)
 		_, err := eval(t, d, ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
 		require.NoError(t, err)
-		_, err = srv[0].Do("CLIENT", "KILL", "TYPE", "normal")
-		require.NoError(t, err)
-		require.NoError(t, srv[0].Pause())
-		defer srv[0].Resume()
-		for range 3 { // the queue's length and more, so that the rest find it full
-			if c, err := net.DialTimeout("tcp", srv[0].Addr(), 100*time.Millisecond); err == nil {
-				defer c.Close()
-			}
-		}
-		dials, stop := watchDials(t, srv[0].Port)
+		dials, stop := stopUnanswering(t, srv[0], "normal")
 		callBusily(goroutines, stopped, func(g, i int) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
@@ -364,6 +355,26 @@ func connectionsReceived(t *testing.T, s *redistest.Server, password string) int
 	n, err := s.ConnectionsReceived(password)
 	require.NoError(t, err, "INFO stats total_connections_received")
 	return n
+}
+
+// stopUnanswering drops s's connections of the kinds given (CLIENT KILL
+// TYPE), stops s, and fills its listen queue (started one connection long:
+// --tcp-backlog 1), so that no dial gets an answer until the test ends. It
+// then counts the dials to s, as watchDials.
+func stopUnanswering(t *testing.T, s *redistest.Server, kinds ...string) (dials func() int, stop func()) {
+	t.Helper()
+	for _, kind := range kinds {
+		_, err := s.Do("CLIENT", "KILL", "TYPE", kind)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Pause())
+	t.Cleanup(func() { s.Resume() })
+	for range 3 { // the queue's length and more, so that the rest find it full
+		if c, err := net.DialTimeout("tcp", s.Addr(), 100*time.Millisecond); err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	return watchDials(t, s.Port)
 }
 
 // watchDials counts the connections this process opens to port on

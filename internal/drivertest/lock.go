@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,18 +63,7 @@ func stoppedMasterDials(t *testing.T, newDriver New) {
 		return locks.Load()
 	}
 	require.Positive(t, busy(300*time.Millisecond), "the waiters are subscribed")
-	for _, kind := range []string{"normal", "pubsub"} {
-		_, err := srv[0].Do("CLIENT", "KILL", "TYPE", kind)
-		require.NoError(t, err)
-	}
-	require.NoError(t, srv[0].Pause())
-	defer srv[0].Resume()
-	for range 3 { // the queue's length and more, so that the rest find it full
-		if c, err := net.DialTimeout("tcp", srv[0].Addr(), 100*time.Millisecond); err == nil {
-			defer c.Close()
-		}
-	}
-	dials, stop := watchDials(t, srv[0].Port)
+	dials, stop := stopUnanswering(t, srv[0], "normal", "pubsub")
 	locks := busy(stopped)
 	stop()
 	t.Logf("%d dials to the stopped master over %v; %d locks meanwhile", dials(), stopped, locks)
