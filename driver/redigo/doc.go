@@ -20,7 +20,9 @@
 // that a stopped master is not dialled at every deadline. A dial the master
 // does not answer in time (a host that drops packets, a stopped master
 // with its listen queue full, or one that does not answer AUTH) is spaced
-// the same way, the calls meanwhile failing at once. A master that
+// the same way, the calls meanwhile failing at once. A dial goes on to its
+// call's deadline when the call is cancelled sooner, so that what it finds
+// serves, and spaces, the calls after it. A master that
 // refuses connections (a password missing or wrong, maxclients reached: a
 // dial that fails, or a connection closed before it served a call) is
 // dialled again 50 ms later, then twice as long each time up to 1 s, until

@@ -14,7 +14,9 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithDialTimeout bounds connecting, including the TLS handshake, AUTH and
 // SELECT, as one deadline; a ctx with an earlier deadline ends the dial
-// sooner. Default 1s. Must not be negative; 0 means no bound but the ctx's.
+// sooner, and a ctx cancelled before then leaves the dial running for the
+// calls after it. Default 1s. Must not be negative; 0 means no bound but
+// the ctx's deadline.
 func WithDialTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.dialTimeout = d })
 }

@@ -220,27 +220,9 @@ func RunDriver(t *testing.T, newDriver New) {
 		t.Logf("%d connections opened over a %v stop", opened, stopped)
 		assert.LessOrEqual(t, opened, 3, "a stopped master was dialled in a storm")
 	})
-	t.Run("UnansweredMasterIsNotDialledInAStorm", func(t *testing.T) {
-		// A master stopped with its listen queue full answers no dial: the
-		// driver's connection is dropped, and the master stopped with the
-		// queue (one connection long) filled. 16 goroutines keep calling
-		// it for 2 s, each call with a 50 ms deadline; the dials the
-		// driver sends meanwhile are counted on this side.
-		const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
-		srv := redistest.Start(t, 1, redistest.Ephemeral, "--tcp-backlog", "1")
-		d := closed(t, newDriver(t, srv[0].Addr()))
-		echo := driver.NewScript("echo", `return ARGV[1]`)
-		_, err := eval(t, d, ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
-		require.NoError(t, err)
-		dials, stop := stopUnanswering(t, srv[0], "normal")
-		callBusily(goroutines, stopped, func(g, i int) {
-			ctx, cancel := context.WithTimeout(context.Background(), deadline)
-			defer cancel()
-			eval(t, d, ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
-		})
-		stop()
-		t.Logf("%d dials to a master that answered none over %v", dials(), stopped)
-		assert.LessOrEqual(t, dials(), 3, "a master that answers no dial was dialled in a storm")
+	t.Run("UnansweredMasterIsNotDialledInAStorm", func(t *testing.T) { unansweredDials(t, newDriver, 0) })
+	t.Run("UnansweredMasterIsNotDialledInAStormByCallsThatGiveUp", func(t *testing.T) {
+		unansweredDials(t, newDriver, 5*time.Millisecond)
 	})
 	t.Run("RefusingMasterIsNotDialledInAStorm", func(t *testing.T) {
 		// The master starts asking for a password the driver does not
@@ -355,6 +337,32 @@ func connectionsReceived(t *testing.T, s *redistest.Server, password string) int
 	n, err := s.ConnectionsReceived(password)
 	require.NoError(t, err, "INFO stats total_connections_received")
 	return n
+}
+
+// unansweredDials has 16 goroutines call a master that answers no dial
+// (stopped with its listen queue full, after the driver's connection
+// dropped) for 2 s, each call with a 50 ms deadline and, if giveUp is not
+// 0, cancelled after giveUp: a call whose answer came from elsewhere. It
+// counts the dials the driver sends meanwhile, on this side: at most 3.
+func unansweredDials(t *testing.T, newDriver New, giveUp time.Duration) {
+	const goroutines, deadline, stopped = 16, 50 * time.Millisecond, 2 * time.Second
+	srv := redistest.Start(t, 1, redistest.Ephemeral, "--tcp-backlog", "1")
+	d := closed(t, newDriver(t, srv[0].Addr()))
+	echo := driver.NewScript("echo", `return ARGV[1]`)
+	_, err := eval(t, d, ctxFor(t, 2*time.Second), driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{"warm"}})
+	require.NoError(t, err)
+	dials, stop := stopUnanswering(t, srv[0], "normal")
+	callBusily(goroutines, stopped, func(g, i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if giveUp > 0 {
+			defer time.AfterFunc(giveUp, cancel).Stop()
+		}
+		eval(t, d, ctx, driver.Call{Script: echo, Keys: []string{"k"}, Args: []string{fmt.Sprint(g, i)}})
+	})
+	stop()
+	t.Logf("%d dials to a master that answered none over %v", dials(), stopped)
+	assert.LessOrEqual(t, dials(), 3, "a master that answers no dial was dialled in a storm")
 }
 
 // stopUnanswering drops s's connections of the kinds given (CLIENT KILL

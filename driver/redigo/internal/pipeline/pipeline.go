@@ -27,7 +27,10 @@ type Pipeline struct {
 	mu     sync.Mutex
 	open   map[*pipe]struct{} // every pipe not yet failed, replaced ones included
 	closed bool
-	bg     sync.WaitGroup // the pipes' readers and background writers
+	bg     sync.WaitGroup // the pipes' readers and background writers, and the dials
+
+	life context.Context // done once Close began: it ends the dials under way
+	end  context.CancelFunc
 }
 
 // connSlot holds one of the shared connections.
@@ -35,7 +38,7 @@ type connSlot struct {
 	cur     atomic.Pointer[pipe] // p, read without the lock
 	mu      sync.Mutex
 	p       *pipe
-	dialing chan struct{} // closed when the dial under way ends; nil when none is
+	dialing *dial // the dial under way, or nil
 	// Dialling a silent master, to replace a silent pipe or after a dial
 	// it did not answer: the last such dial, and how long after it the
 	// next may go (see replace).
@@ -95,6 +98,7 @@ type Config struct {
 // New returns a Pipeline that opens no connection before its first call.
 func New(c Config) *Pipeline {
 	pl := &Pipeline{dial: c.Dial, read: c.ReadTimeout, write: c.WriteTimeout, slots: make([]connSlot, c.Conns), open: map[*pipe]struct{}{}}
+	pl.life, pl.end = context.WithCancel(context.Background())
 	pl.reqs.New = func() any { return &request{done: make(chan struct{}, 1)} }
 	return pl
 }
@@ -148,10 +152,10 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 			s.p, old = nil, nil
 			s.cur.Store(nil)
 		}
-		if ch := s.dialing; ch != nil {
+		if d := s.dialing; d != nil {
 			s.mu.Unlock()
 			select {
-			case <-ch:
+			case <-d.done:
 				continue
 			case <-ctx.Done():
 				return nil, lost, ctx.Err()
@@ -168,11 +172,60 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 			}
 			return nil, lost, err
 		}
-		ch := make(chan struct{})
-		s.dialing = ch
+		d := &dial{done: make(chan struct{})}
+		if !pl.goDial(ctx, s, d, old) {
+			s.mu.Unlock()
+			return nil, lost, errClosed
+		}
 		s.mu.Unlock()
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, lost, ctx.Err() // the dial goes on, for the calls after this one
+		}
+		if d.err != nil && old != nil && old.accepting.Load() {
+			return old, lost, nil // the silent pipe is still open: the call goes on it
+		}
+		return d.p, lost, d.err
+	}
+	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
+}
 
-		p, err := pl.openPipe(ctx)
+// dial is a dial of a slot's connection under way; p and err are its
+// outcome once done is closed.
+type dial struct {
+	done chan struct{}
+	p    *pipe
+	err  error
+}
+
+// goDial starts d, in the slot's place, on a goroutine of its own: the
+// caller that asked for it waits for it within its ctx, but the dial runs to
+// the ctx's deadline even when the caller gives up sooner (the call it was
+// for got its answer elsewhere, or was cancelled), so that what it finds
+// (a connection, a refusal, no answer) serves the next calls and spaces the
+// next dial. Close ends it. The caller holds s.mu; goDial reports false
+// when the pipeline is closed.
+func (pl *Pipeline) goDial(ctx context.Context, s *connSlot, d *dial, old *pipe) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return false
+	}
+	s.dialing = d
+	pl.bg.Add(1)
+	dctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(nil)
+	if dl, ok := ctx.Deadline(); ok {
+		dctx, cancel = context.WithDeadline(dctx, dl)
+	} else {
+		dctx, cancel = context.WithCancel(dctx)
+	}
+	stop := context.AfterFunc(pl.life, cancel)
+	go func() {
+		defer pl.bg.Done()
+		p, err := pl.openPipe(dctx)
+		stop()
+		cancel()
 		s.mu.Lock()
 		s.dialing = nil
 		switch {
@@ -190,16 +243,13 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 			s.unanswered = fmt.Errorf("redigo: master silent, not dialled again yet: %w", err)
 		}
 		s.mu.Unlock()
-		close(ch)
-		switch {
-		case err == nil && old != nil:
+		d.p, d.err = p, err
+		close(d.done)
+		if err == nil && old != nil {
 			old.retire()
-		case err != nil && old != nil && old.accepting.Load():
-			return old, lost, nil // the silent pipe is still open: the call goes on it
 		}
-		return p, lost, err
-	}
-	return nil, lost, errors.New("redigo: no connection: dials by other calls kept failing")
+	}()
+	return true
 }
 
 // unanswered reports whether a dial failed because the master did not
@@ -208,7 +258,7 @@ func (pl *Pipeline) get(ctx context.Context) (p *pipe, lost bool, err error) {
 // next dial then waits as one replacing a silent pipe does: a dial at
 // every deadline would queue a connection at every deadline on a master
 // that is only stopped, all accepted at once when it runs again. A dial
-// its caller cancelled does not count.
+// ended by Close does not count.
 func unanswered(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
@@ -250,6 +300,7 @@ func (pl *Pipeline) forget(p *pipe) {
 func (pl *Pipeline) Close() {
 	pl.mu.Lock()
 	pl.closed = true
+	pl.end()
 	open := make([]*pipe, 0, len(pl.open))
 	for p := range pl.open {
 		open = append(open, p)
