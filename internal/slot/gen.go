@@ -12,7 +12,7 @@ import (
 	"os"
 )
 
-// These mirror tagfor.go; TestTables checks the written file against both.
+// These mirror slot.go; TestTables checks the written file against both.
 const (
 	tagLen   = 5
 	tagBase  = 0x48 // 'H'
