@@ -179,7 +179,7 @@ func (s *server) answered(rep driver.Reply, err error, started uint64) {
 		if rep.Answers != nil {
 			s.observe(info.RepliesOf(rep.Answers), started)
 		}
-		if code(err) == "READONLY" {
+		if err != nil && code(err) == "READONLY" {
 			s.recheck.Store(true)
 		}
 	}
@@ -565,9 +565,16 @@ func (c *condition) note(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	kind := failureKind(err)
+	kind := ""
+	if err != nil {
+		kind = failureKind(err)
+	}
 	c.mu.Lock()
 	prev := c.kind
+	if kind == prev {
+		c.mu.Unlock()
+		return // the common case: a master that answers, as it did before
+	}
 	if kind != "" && remedy(kind) == "" && remedy(prev) != "" {
 		// A passing failure (a timeout, a dropped connection) of a master
 		// that fails for good until its configuration changes: that is
@@ -583,7 +590,6 @@ func (c *condition) note(err error) {
 		what, effect = "master", "its votes do not count until this clears"
 	}
 	switch {
-	case kind == prev:
 	case kind == "":
 		c.log.Info("redlock: "+what+" answers again", "addr", c.addr, "was", prev)
 	default:
