@@ -118,7 +118,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 	if lo.read {
 		req.read, req.permits = true, scripts.Readers
 	}
-	c.queueAt(&req, at)
+	if at != nil { // TryLock does not queue
+		c.queueAt(&req, at)
+	}
 	var after *trail
 	if from != nil {
 		req.from, after = from.token, from.trail

@@ -46,13 +46,10 @@ func (c *Client) newPlace() (*place, error) {
 	return &place{id: id, ticket: c.o.clock.Now().UnixMicro()}, nil
 }
 
-// queueAt sets req to queue at p, when p is not nil: to take the key
+// queueAt sets req to queue at p: to take the key
 // where p heads the queue, and, unless p is idle, to join or renew p where
 // refused.
 func (c *Client) queueAt(req *request, p *place) {
-	if p == nil {
-		return
-	}
 	req.waiter = p.id
 	if !p.idle.Load() {
 		req.ticket, req.lease = p.ticket, c.o.queueLease
