@@ -622,7 +622,7 @@ inline answered(s) {
 #endif
 #define REFUSED(t,k,m) (st[SL(t,k,m)] == S_GOT && CODE(SL(t,k,m)) != C_OK)
 
-/* The lock's trail on master m (trail.go): its acquisition rounds and its
+/* The lock's trail on master m (lock.go): its acquisition rounds and its
  * retakes. A retake is on the trail from the moment the extension that
  * starts it decides (Lock.retake), and first waits for that extension's
  * answer there: while the token's last extension succeeded, its request

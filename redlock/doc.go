@@ -69,8 +69,8 @@ package redlock
 //   - Extend: extend.go (the round, and the retake of masters that lost the
 //     key) → node.go → internal/scripts/extend.go and extend.lua.
 //   - Release: release.go (the round, and the deletes left running) →
-//     handover.go (passing the lock to a waiter of this client) → trail.go
-//     (what a delete waits for) → node.go → internal/scripts/release.go and
+//     handover.go (passing the lock to a waiter of this client) → lock.go
+//     (the lock's trail: what a delete waits for) → node.go → internal/scripts/release.go and
 //     release.lua.
 //
 // Below node.go is the driver seam (package driver): a driver.Master per

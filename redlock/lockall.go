@@ -174,17 +174,6 @@ func (c *Client) checkSlots(keys []string) error {
 	return nil
 }
 
-// notifyFreed wakes this client's waiters for the lock's keys.
-func (l *Lock) notifyFreed() {
-	if l.req.set == nil {
-		l.c.hub.notify(l.req.key)
-		return
-	}
-	for _, k := range l.req.set.keys {
-		l.c.hub.notify(k)
-	}
-}
-
 // Keys returns the locked keys: those given to LockAll or TryLockAll, in
 // their order, or the one key of a Lock or TryLock.
 func (l *Lock) Keys() []string {

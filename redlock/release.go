@@ -264,3 +264,14 @@ func (l *Lock) notReleased(res *fanout.Result[scripts.Released], timeout time.Du
 	e.wraps = append(e.wraps, nodeErrs(ms)...)
 	return e
 }
+
+// notifyFreed wakes this client's waiters for the lock's keys.
+func (l *Lock) notifyFreed() {
+	if l.req.set == nil {
+		l.c.hub.notify(l.req.key)
+		return
+	}
+	for _, k := range l.req.set.keys {
+		l.c.hub.notify(k)
+	}
+}

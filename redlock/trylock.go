@@ -3,11 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
-
-	"github.com/quorumlock/quorumlock"
-	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
 // TryLock makes one attempt to take key for ttl on a quorum of masters.
@@ -252,42 +248,4 @@ func (c *Client) startLockCall(ctx context.Context, key string, ttl time.Duratio
 		return 0, lockOptions{}, err
 	}
 	return ttl, lo, nil
-}
-
-// checkKey validates the context, client and key every lock call takes.
-func (c *Client) checkKey(ctx context.Context, key string) error {
-	switch {
-	case ctx == nil:
-		return invalid("nil context")
-	case c == nil:
-		return invalid("nil client")
-	case key == "":
-		return invalid("empty key")
-	case strings.HasPrefix(key, scripts.ReservedPrefix):
-		return invalid("key %q uses the reserved prefix %q", key, scripts.ReservedPrefix)
-	}
-	return nil
-}
-
-// checkKeyTTL validates what every lock call takes, and returns the TTL as Redis
-// will keep it: whole milliseconds.
-func (c *Client) checkKeyTTL(ctx context.Context, key string, ttl time.Duration) (time.Duration, error) {
-	if err := c.checkKey(ctx, key); err != nil {
-		return 0, err
-	}
-	switch {
-	case ttl <= 0:
-		return 0, invalid("ttl %v is not positive", ttl)
-	case ttl > MaxTTL:
-		// With every TTL and the fence retention at most MaxTTL, each sum
-		// the client makes of them (the restart guard's window, a fencing
-		// counter's lifetime in milliseconds for Redis's PX) stays far
-		// from overflowing.
-		return 0, invalid("ttl %v is above the maximum of %v", ttl, MaxTTL)
-	}
-	ttl = ttl.Truncate(time.Millisecond)
-	if v := quorumlock.Validity(ttl, 0, c.o.drift); ttl <= 0 || v <= 0 {
-		return 0, invalid("ttl %v leaves no validity after the drift reserve of %v", ttl, c.o.drift.Reserve(ttl))
-	}
-	return ttl, nil
 }
