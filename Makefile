@@ -7,7 +7,7 @@ GO      ?= go
 DRIVERS := $(patsubst %/go.mod,%,$(wildcard driver/*/go.mod))
 MODULES := chaos bench fencing/sqltest otel $(DRIVERS)
 
-.PHONY: test setup lint model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all chaos-soak bench bench-report
+.PHONY: test setup lint model-idle unit unit-all unit-acl modules drivers oteltest redis60 benchtest fencingtest model model-deep chaos chaos-docker chaos-all chaos-soak bench bench-report walk
 
 # setup first, even under -j: the rest needs what it installs. The unit
 # run mostly waits on its masters; the model, CPU-bound, runs beside it at
@@ -124,3 +124,9 @@ bench:
 # The comparison table alone: every scenario in rounds (QUORUMLOCK_BENCH_ROUNDS, default 5).
 bench-report:
 	@if [ -f bench/go.mod ]; then cd bench && QUORUMLOCK_BENCH_REPORT=1 $(GO) test -run '^TestReport(Primitives)?$$' -count 1 -v -timeout 30m .; fi
+
+# The files and functions of this module that one TryLock, Extend and
+# Release enter on the default driver, read from coverage counters around
+# each call (see internal/walk): the count behind docs/layout.md.
+walk:
+	@d=$$(mktemp -d) && $(GO) build -cover -covermode=atomic -coverpkg=./... -o $$d/walk ./internal/walk && GOCOVERDIR=$$d $$d/walk; rc=$$?; rm -rf $$d; exit $$rc
