@@ -147,7 +147,9 @@ func (s *subscriber) run() {
 			s.conn = nil
 			stopped := s.stopped
 			s.mu.Unlock()
-			conn.Close() // ends a write that hangs
+			if !stopped { // stop closes the connection itself
+				conn.Close() // ends a write that hangs
+			}
 			close(done)
 			<-wrote
 			s.h.disconnected(s.node)

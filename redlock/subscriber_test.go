@@ -173,3 +173,64 @@ func (c *slowClose) Close() error {
 	<-c.release
 	return nil
 }
+
+// Closing a subscription can wait on its master (go-redis's PubSub.Close
+// waits for a reconnect under way, up to its dial timeout). Close stops
+// every master's subscriber at once, so it waits for the slowest such
+// close, not for their sum.
+func TestIntegration_Close_StopsTheSubscribersAtOnce(t *testing.T) {
+	srv := masters(t, 3)
+	ms := drivers(t, srv)
+	for i := range ms {
+		ms[i] = &slowClosing{Master: ms[i]}
+	}
+	c, err := New(ms, suite(WithRestartGuard(0), WithLogger(quiet()), WithCloseDrivers())()...)
+	require.NoError(t, err)
+	holder := client(t, srv)
+	_, err = holder.TryLock(context.Background(), "k", 10*time.Second)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.Lock(ctx, "k", time.Second) // the subscriptions come up
+	require.ErrorIs(t, err, ErrNotObtained)
+	require.Eventually(t, func() bool {
+		for _, s := range c.hub.subs {
+			s.mu.Lock()
+			up := s.conn != nil
+			s.mu.Unlock()
+			if !up {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "every master's subscription is up")
+
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, slowSubscriptionClose, "a subscription's close was not waited for")
+	assert.Less(t, took, 2*slowSubscriptionClose, "Close waited for the subscriptions' closes one after another")
+}
+
+// slowSubscriptionClose is how long a slowClosing master's subscription
+// takes to close.
+const slowSubscriptionClose = 600 * time.Millisecond
+
+// slowClosing is a driver.Master whose subscriptions take
+// slowSubscriptionClose to close.
+type slowClosing struct{ driver.Master }
+
+func (m *slowClosing) Subscribe(ctx context.Context) (driver.Subscription, error) {
+	sub, err := m.Master.Subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &slowClosingSubscription{sub}, nil
+}
+
+type slowClosingSubscription struct{ driver.Subscription }
+
+func (s *slowClosingSubscription) Close() error {
+	time.Sleep(slowSubscriptionClose)
+	return s.Subscription.Close()
+}

@@ -280,11 +280,16 @@ func (h *hub) announced(key, head string) {
 	}
 }
 
+// close stops every master's subscriber. They stop at once: closing a
+// connection can wait on its master (a driver reconnecting it), and Close
+// then waits for the slowest master, not for the sum of them.
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range h.subs {
-		s.stop()
+		wg.Go(s.stop)
 	}
+	wg.Wait()
 }
