@@ -191,8 +191,10 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, lo 
 		// again; wait for its release, or the backoff.
 	}
 	out.err = c.notObtained(lo.call, req, last, fenceErr, ok, elapsed, validity, timeout, window)
-	if err := c.permitsDiffer(last, req); err != nil {
-		out.err = err // no retry can succeed
+	if req.permits > 0 {
+		if err := c.permitsDiffer(last, req); err != nil {
+			out.err = err // no retry can succeed
+		}
 	}
 	return out
 }

@@ -162,11 +162,9 @@ func (e *PermitsError) Error() string {
 func (e *PermitsError) Unwrap() error { return ErrInvalid }
 
 // permitsDiffer returns the *PermitsError of the first master of round r
-// whose record names another number of permits than req, or nil.
+// whose record names another number of permits than req, a permit's
+// request, or nil.
 func (c *Client) permitsDiffer(r round, req request) error {
-	if req.permits == 0 {
-		return nil
-	}
 	for i := range r.res.Nodes() {
 		if a, _, ok := r.answer(i); ok && a.err == nil && a.grant.PTTL == scripts.PermitsDiffer {
 			return &PermitsError{Key: req.key, Permits: req.permits, Recorded: int(a.grant.Permits), Addr: c.nodes[i].addr()}
