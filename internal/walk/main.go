@@ -1,13 +1,18 @@
-// Command walk lists the Go files and functions of this module that one
-// TryLock, Extend and Release enter on the default driver, against three
-// redis-server processes on loopback. It is the count behind the README's
-// "How the code is laid out": run it with `make walk`, which builds it with
-// coverage counters (go build -cover -covermode=atomic -coverpkg=./...).
+// Command walk lists the Go files and functions of this module that an
+// operation enters on the default driver, against three redis-server
+// processes on loopback: one TryLock, Extend and Release, then the
+// background work the issue's walks name apart, each with the call that
+// starts it: a refused TryLock's roll-back, an Extend's retake of a master
+// that lost the key, and a Release's hand-over to a waiter of the same
+// client. It is the count behind docs/layout.md: run it with `make walk`,
+// which builds it with coverage counters (go build -cover
+// -covermode=atomic -coverpkg=./...).
 //
-// For each call it clears the counters, makes the call on a warm client,
-// and reads which blocks ran. Every goroutine's work until the call returns
-// counts: the caller's, the driver's reader, and any background work the
-// call began, so the figures are an upper bound on the caller's own walk.
+// For each it clears the counters, makes the call on a warm client, waits
+// for the work the call started, and reads which blocks ran. Every
+// goroutine's work in that time counts: the caller's, the driver's reader,
+// and the background work, so the figures are an upper bound on the
+// caller's own walk.
 package main
 
 import (
@@ -18,7 +23,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/coverage"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,25 +68,88 @@ func run() error {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	var l *redlock.Lock
+	var l, held, handed *redlock.Lock
+	var got chan error
 	ops := []struct {
-		name string
-		call func() error
+		name   string
+		beyond string       // the plain operation whose files the walk is compared with
+		setup  func() error // before the counters are cleared
+		call   func() error // counted, with what it leaves running until after returns
+		after  func() error
 	}{
-		{"TryLock", func() (err error) { l, err = c.TryLock(ctx, "walk:key", time.Second); return err }},
-		{"Extend", func() error { return l.Extend(ctx, time.Second) }},
-		{"Release", func() error { return l.Release(ctx) }},
+		{name: "TryLock", call: func() (err error) { l, err = c.TryLock(ctx, "walk:key", time.Second); return err }},
+		{name: "Extend", call: func() error { return l.Extend(ctx, time.Second) }},
+		{name: "Release", call: func() error { return l.Release(ctx) }},
+		{
+			// Another holder's token on two masters: the attempt wins one
+			// and rolls it back.
+			name: "TryLock refused, with its roll-back", beyond: "TryLock",
+			setup: func() error {
+				return errors.Join(command(addrs[0], "SET", "walk:refused", "other", "PX", "10000"),
+					command(addrs[1], "SET", "walk:refused", "other", "PX", "10000"))
+			},
+			call: func() error {
+				if _, err := c.TryLock(ctx, "walk:refused", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+					return fmt.Errorf("want ErrNotObtained, got %v", err)
+				}
+				return nil
+			},
+			after: settle,
+		},
+		{
+			// The key lost on one master: the extension holds on two, and
+			// sets it again on the third in the background.
+			name: "Extend, with the retake of a master that lost the key", beyond: "Extend",
+			setup: func() (err error) {
+				if held, err = c.TryLock(ctx, "walk:retake", time.Second); err != nil {
+					return err
+				}
+				return command(addrs[0], "DEL", "walk:retake")
+			},
+			call:  func() error { return held.Extend(ctx, time.Second) },
+			after: settle,
+		},
+		{
+			// A goroutine of the same client waits for the key: the release
+			// hands it over.
+			name: "Release, with the hand-over to a waiter of this client", beyond: "Release",
+			setup: func() (err error) {
+				if held, err = c.TryLock(ctx, "walk:hand", time.Second); err != nil {
+					return err
+				}
+				got = make(chan error, 1)
+				go func() {
+					var err error
+					handed, err = c.Lock(ctx, "walk:hand", time.Second)
+					got <- err
+				}()
+				return settle() // the waiter is in line
+			},
+			call:  func() error { return held.Release(ctx) },
+			after: func() error { return <-got },
+		},
 	}
+	walked := map[string][]file{}
 	for _, op := range ops {
 		time.Sleep(100 * time.Millisecond) // let the previous call's background work end
+		if op.setup != nil {
+			if err := op.setup(); err != nil {
+				return fmt.Errorf("%s: set-up: %w", op.name, err)
+			}
+		}
 		if err := coverage.ClearCounters(); err != nil {
 			return fmt.Errorf("%w (build with -cover -covermode=atomic: make walk)", err)
 		}
 		if err := op.call(); err != nil {
 			return fmt.Errorf("%s: %w", op.name, err)
 		}
-		out := fmt.Sprintf("%s/%s", dir, op.name)
-		if err := os.Mkdir(out, 0o755); err != nil {
+		if op.after != nil {
+			if err := op.after(); err != nil {
+				return fmt.Errorf("%s: %w", op.name, err)
+			}
+		}
+		out := filepath.Join(dir, "counters")
+		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
 		if err := errors.Join(coverage.WriteMetaDir(out), coverage.WriteCountersDir(out)); err != nil {
@@ -89,8 +159,23 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		walked[op.name] = entered
 		print(op.name, entered)
+		if op.beyond != "" {
+			fmt.Printf("  beyond %s's: %s\n", op.beyond, strings.Join(beyond(entered, walked[op.beyond]), " "))
+		}
+		os.RemoveAll(out)
 	}
+	if handed != nil {
+		return handed.Release(ctx)
+	}
+	return nil
+}
+
+// settle waits for background work to end: a roll-back, a retake, a
+// waiter getting in line.
+func settle() error {
+	time.Sleep(300 * time.Millisecond)
 	return nil
 }
 
@@ -139,7 +224,7 @@ func startMasters(dir string, n int) ([]string, func(), error) {
 func waitReady(addr string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		err := ping(addr)
+		err := command(addr, "PING")
 		if err == nil {
 			return nil
 		}
@@ -150,22 +235,28 @@ func waitReady(addr string, limit time.Duration) error {
 	}
 }
 
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+// command sends one command to the master at addr, and fails on an error
+// reply.
+func command(addr string, args ...string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	req := fmt.Sprintf("*%d\r\n", len(args))
+	for _, a := range args {
+		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(req)); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
+	if strings.HasPrefix(line, "-") {
+		return fmt.Errorf("%s %v: %s", addr, args, strings.TrimSpace(line[1:]))
 	}
 	return nil
 }

@@ -134,3 +134,18 @@ func print(op string, files []file) {
 		fmt.Printf("  %-50s %s\n", f.path, strings.Join(f.funcs, " "))
 	}
 }
+
+// beyond returns the paths of the files of walk that base did not enter.
+func beyond(walk, base []file) []string {
+	in := map[string]bool{}
+	for _, f := range base {
+		in[f.path] = true
+	}
+	var out []string
+	for _, f := range walk {
+		if !in[f.path] {
+			out = append(out, f.path)
+		}
+	}
+	return out
+}

@@ -58,3 +58,9 @@ func d() {}
 		assert.Equal(t, tc.want, got, "lines %v", tc.lines)
 	}
 }
+
+func TestBeyond(t *testing.T) {
+	base := []file{{path: "a.go"}, {path: "b.go"}}
+	assert.Equal(t, []string{"c.go"}, beyond([]file{{path: "a.go"}, {path: "c.go"}}, base))
+	assert.Empty(t, beyond([]file{{path: "b.go"}}, base))
+}
