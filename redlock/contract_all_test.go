@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/quorumlock/quorumlock/redlock/internal/scripts"
+import (
+	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
+)
 
 // allContract is the script contract of a set of keys taken together (the
 // set's scripts: acquireall.lua and the others), run with the lock's
@@ -44,6 +48,11 @@ var allContract = []struct {
 		{op: "extend", keys: "a,b", token: "x", extended: scripts.Vacant},
 		{op: "acquire", keys: "a,b", token: "x", ok: true, counter: "new"},
 		{op: "extend", keys: "a,b", token: "x", extended: scripts.Renewed},
+	}},
+	{"a set: an extension never shortens a key's TTL", []step{
+		{op: "acquire", keys: "a,b", token: "x", ok: true, counter: "new"},
+		{op: "extend", keys: "a,b", token: "x", ttl: time.Second, extended: scripts.Renewed},
+		{op: "acquire", key: "b", token: "y", holder: "x", pttl: "long"},
 	}},
 	{"a set: an extension with one key another's is lapsed", []step{
 		{op: "acquire", keys: "a,b", token: "x", ok: true, counter: "new"},

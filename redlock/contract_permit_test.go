@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/quorumlock/quorumlock/redlock/internal/scripts"
+import (
+	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
+)
 
 // permitContract is the script contract of a semaphore's permits (see
 // contract), run with the lock's sequences on the fake and on real masters.
@@ -28,6 +32,11 @@ var permitContract = []struct {
 		{op: "extend", token: "a", permits: 1, extended: scripts.Vacant},
 		{op: "acquire", token: "c", permits: 2, ok: true, counter: "new"},
 		{op: "extend", token: "a", permits: 2, extended: scripts.Vacant},
+	}},
+	{"permits: an extension never shortens a permit", []step{
+		{op: "acquire", token: "a", permits: 1, ok: true, counter: "new"},
+		{op: "extend", token: "a", permits: 1, ttl: time.Second, extended: scripts.Renewed},
+		{op: "acquire", token: "b", permits: 1, holder: "a", pttl: "long"},
 	}},
 	{"permits: only the holder gives a permit back, once", []step{
 		{op: "acquire", token: "a", permits: 2, ok: true, counter: "new"},

@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/quorumlock/quorumlock/redlock/internal/scripts"
+import (
+	"time"
+
+	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
+)
 
 // rwContract is the script contract of an RWLock's holds (see contract): a
 // read hold (read: true) and a writer, which is a plain lock, run with the
@@ -38,6 +42,11 @@ var rwContract = []struct {
 		{op: "acquire", token: "w", ok: true, counter: "new"},
 		{op: "extend", token: "r", read: true, extended: scripts.Lapsed},
 		{op: "extend", token: "w", extended: scripts.Renewed},
+	}},
+	{"rw: an extension never shortens a reader's hold", []step{
+		{op: "acquire", token: "r", read: true, ok: true, counter: "new"},
+		{op: "extend", token: "r", read: true, ttl: time.Second, extended: scripts.Renewed},
+		{op: "acquire", token: "w", holder: scripts.Unknown, pttl: "long"},
 	}},
 	{"rw: only the reader gives its hold back, once", []step{
 		{op: "acquire", token: "r", read: true, ok: true, counter: "new"},

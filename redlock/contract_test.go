@@ -126,6 +126,12 @@ var contract = []struct {
 		{op: "release", token: "b", owner: "o", released: scripts.Freed},
 		{op: "inspect", holder: "", pttl: "no key"},
 	}},
+	{"plain: an extension never shortens the TTL: one that lands after a later one cannot cut it", []step{
+		{op: "acquire", token: "a", ok: true, counter: "new", label: "a"},
+		{op: "extend", token: "a", ttl: time.Second, extended: scripts.Renewed},
+		{op: "inspect", holder: "a", holds: 1, pttl: "long", counter: "=a"},
+		{op: "acquire", token: "b", holder: "a", pttl: "long"},
+	}},
 	{"reentrant: an extension never shortens the other holds' TTL", []step{
 		{op: "acquire", token: "a", owner: "o", ok: true, counter: "new"},
 		{op: "extend", token: "a", owner: "o", ttl: time.Second, extended: scripts.Renewed},
@@ -324,7 +330,7 @@ func runContract(t *testing.T, n node, steps []step) {
 				counted(at, s, g.Counter)
 				continue
 			}
-			assert.Equal(t, s.pttl, pttlClass(g.PTTL), "step %d: PTTL %v", at, g.PTTL)
+			pttlIs(t, at, s.pttl, g.PTTL)
 			if s.pttl != "rolled back" || s.holder != "" {
 				assert.Equal(t, s.holder, g.Holder, "step %d: holder", at)
 			}
@@ -353,11 +359,7 @@ func runContract(t *testing.T, n node, steps []step) {
 			require.NoError(t, err, "step %d", at)
 			assert.Equal(t, s.holder, st.Holder, "step %d: holder", at)
 			assert.Equal(t, s.ok, st.Held, "step %d: held by the token", at)
-			if s.pttl == "long" {
-				assert.Greater(t, st.PTTL, 5*time.Second, "step %d: PTTL", at)
-			} else {
-				assert.Equal(t, s.pttl, pttlClass(st.PTTL), "step %d: PTTL %v", at, st.PTTL)
-			}
+			pttlIs(t, at, s.pttl, st.PTTL)
 			if s.holder != "" {
 				assert.Equal(t, s.holds, st.Holds, "step %d: holds", at)
 				counted(at, step{counter: s.counter}, st.Counter)
@@ -380,6 +382,17 @@ func offset(t *testing.T, counters map[string]int64, spec string) int64 {
 }
 
 // pttlClass names what a PTTL says, as the contract compares it.
+// pttlIs checks a step's PTTL: "long" is more than 5 s, any other want a
+// class of pttlClass.
+func pttlIs(t *testing.T, at int, want string, got time.Duration) {
+	t.Helper()
+	if want == "long" {
+		assert.Greater(t, got, 5*time.Second, "step %d: PTTL", at)
+		return
+	}
+	assert.Equal(t, want, pttlClass(got), "step %d: PTTL %v", at, got)
+}
+
 func pttlClass(d time.Duration) string {
 	switch {
 	case d == scripts.RolledBack:

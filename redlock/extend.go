@@ -12,11 +12,19 @@ import (
 )
 
 // Extend sets the lock's TTL to ttl on every master that still holds it, in
-// parallel. It succeeds only if a quorum did so and the new validity is
-// positive; then Until moves on. Otherwise the lock must be treated as lost:
-// Extend returns an error wrapping ErrLockLost, closes Done, and Err reports
-// the loss. The error is an *AttemptError: one line with the cause, and
-// what each master did. A reentrant lock's TTL is never shortened.
+// parallel, and waits there for the lock's earlier requests still on their
+// way. It succeeds only if a quorum did so and the new validity is
+// positive; then Until moves on, and TTL is ttl. Otherwise the lock must be
+// treated as lost: Extend returns an error wrapping ErrLockLost, closes
+// Done, and Err reports the loss. The error is an *AttemptError: one line
+// with the cause, and what each master did.
+//
+// A key's TTL on a master is never shortened: a shorter ttl brings Until
+// closer, and the watchdog extends on the shorter schedule, but the masters
+// keep the key until the longer TTL runs out, should the holder stop. An
+// extension can reach a master after a later one (sent on another
+// connection, or held while the master was paused), and must not cut the
+// TTL the later one's validity counts on.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := l.checkObtained(); err != nil {
 		return err
@@ -81,10 +89,20 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (time.Time, error)
 	parts := make([]extendPart, len(c.nodes)) // one allocation for every master's part
 	res, err := fanout.Run(ctx, c.overMasters(c.need(l.req.quorum), c.nodeTimeout(ttl)),
 		func(ctx context.Context, n *fanout.Node[scripts.Extended]) {
-			p := &parts[n.Index()]
+			i := n.Index()
+			p := &parts[i]
 			*p = extendPart{c: c, n: n, key: req.key, window: window}
 			p.out.to = p
-			c.nodes[n.Index()].startExtend(ctx, req, &p.out)
+			if l.trail.repliedOn(i) {
+				c.nodes[i].startExtend(ctx, req, &p.out)
+				return
+			}
+			// A request of the lock may still be on its way there (an
+			// acquire that came after the quorum, a retake): an extension
+			// sent now could overtake it, find no key, and count against
+			// the lock. It goes once they have returned, within the node
+			// timeout.
+			l.trail.whenReturned(i, func(bool) { c.nodes[i].startExtend(ctx, req, &p.out) })
 		})
 	if err != nil {
 		return time.Time{}, err

@@ -55,7 +55,9 @@ func (f *fakeNode) extendAll(r request) scripts.Extended {
 		return scripts.Vacant
 	}
 	for _, key := range r.set.keys {
-		f.keys[key].until = f.clk.Now().Add(r.ttl)
+		if until := f.clk.Now().Add(r.ttl); until.After(f.keys[key].until) {
+			f.keys[key].until = until
+		}
 	}
 	return scripts.Renewed
 }

@@ -94,7 +94,9 @@ func (f *fakeNode) extendPermit(r request) scripts.Extended {
 	case s == nil:
 		return scripts.Vacant
 	case !s.ends[r.token].IsZero():
-		s.ends[r.token] = f.clk.Now().Add(r.ttl)
+		if until := f.clk.Now().Add(r.ttl); until.After(s.ends[r.token]) {
+			s.ends[r.token] = until
+		}
 		return scripts.Renewed
 	case len(s.ends) < r.permits:
 		return scripts.Vacant

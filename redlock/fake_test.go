@@ -385,7 +385,7 @@ func (f *fakeNode) extend(ctx context.Context, r request) (scripts.Extended, err
 	if !k.heldBy(r) {
 		return scripts.Lapsed, nil
 	}
-	if until := f.clk.Now().Add(r.ttl); r.owner == "" || until.After(k.until) {
+	if until := f.clk.Now().Add(r.ttl); until.After(k.until) {
 		k.until = until
 	}
 	return scripts.Renewed, nil

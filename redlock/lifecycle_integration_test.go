@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/quorumlock/quorumlock/clock"
+	"github.com/quorumlock/quorumlock/driver"
 	"github.com/quorumlock/quorumlock/internal/redistest"
 )
 
@@ -102,6 +104,71 @@ func TestIntegration_RetakeNeverLandsAfterRelease(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An Extend is ordered after the lock's requests still on their way: an
+// acquire that lands after the quorum answered, on a master the extension
+// would otherwise reach first and find without the key. With another
+// master that lost the key, those refusals made a held lock lost. The
+// extension waits only for the requests sent before it: the retakes it
+// starts wait for its own answers.
+func TestIntegration_ExtendWaitsForTheAcquisitionStillOnItsWay(t *testing.T) {
+	srv := masters(t, 5)
+	ms := drivers(t, srv)
+	var late atomic.Bool
+	ms[3] = &lateAcquire{Master: ms[3], late: &late, delay: 300 * time.Millisecond}
+	ms[4] = &lateAcquire{Master: ms[4], late: &late, delay: 600 * time.Millisecond}
+	c, err := New(ms, suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(time.Second), WithCloseDrivers())()...)
+	require.NoError(t, err)
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "warm", time.Second) // connections up, scripts cached
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+
+	late.Store(true)
+	l, err = c.TryLock(ctx, "k", 10*time.Second) // masters 0 to 2 grant; 3 and 4 get the acquire late
+	require.NoError(t, err)
+	late.Store(false)
+	require.ElementsMatch(t, []int{0, 1, 2}, l.Granted())
+	deleteHeld(t, "k", srv[2]) // master 2 lost the key
+	// Master 3's acquire returns first, and its extension makes the
+	// quorum; the retakes start while master 4's acquire is still out.
+	require.NoError(t, l.Extend(ctx, 10*time.Second), "the lock holds on masters 0, 1, 3 and 4")
+	require.Eventually(t, func() bool {
+		for _, s := range srv {
+			if getString(t, s, "k") != l.Token() {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, 10*time.Millisecond, "every master holds the lock: 3 and 4 from the acquire, 2 retaken")
+	require.NoError(t, l.Release(ctx))
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits forever: an extension and a retake wait for each other")
+	}
+}
+
+// lateAcquire is a driver.Master whose acquires go out delay late while late is set.
+type lateAcquire struct {
+	driver.Master
+	late  *atomic.Bool
+	delay time.Duration
+}
+
+func (m *lateAcquire) Start(ctx context.Context, call driver.Call, done driver.Done) {
+	if call.Script == nil || call.Script.Name != "acquire" || !m.late.Load() {
+		m.Master.Start(ctx, call, done)
+		return
+	}
+	go func() {
+		time.Sleep(m.delay)
+		m.Master.Start(ctx, call, done)
+	}()
 }
 
 // A Release whose ctx is done before it begins changes nothing and says

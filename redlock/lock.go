@@ -347,15 +347,21 @@ func (t *trail) repliedOn(i int) bool {
 }
 
 // whenReturned is waitReturned without a goroutine waiting: it runs f once every
-// request recorded for master i has returned, with whether any of them got
-// no reply; at once when they have, otherwise in the goroutine that returns
+// request recorded for master i by now has returned, with whether any of them
+// got no reply; at once when they have, otherwise in the goroutine that returns
 // the last of them. Each request is bounded by the node timeout, so f runs
-// within it.
+// within it. A request recorded later is not waited for: an extension that
+// waits here starts retakes that wait for it in turn.
 func (t *trail) whenReturned(i int, f func(unsure bool)) {
-	unsure := false
-	for _, s := range t.of(i) {
+	whenAllReturned(t.of(i), false, f)
+}
+
+// whenAllReturned runs f once every request of sent has returned, with
+// whether any of them, or unsure, got no reply.
+func whenAllReturned(sent []sentRequest, unsure bool, f func(unsure bool)) {
+	for j, s := range sent {
 		if !s.returned() {
-			s.onDone(func() { t.whenReturned(i, f) })
+			s.onDone(func() { whenAllReturned(sent[j:], unsure, f) })
 			return
 		}
 		unsure = unsure || s.noReply()

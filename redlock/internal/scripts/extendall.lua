@@ -15,7 +15,10 @@ for _, lock in ipairs(KEYS) do
   end
 end
 if free then return 2 end
+-- A TTL is never shortened (see extend.lua).
 for _, lock in ipairs(KEYS) do
-  redis.call('PEXPIRE', lock, ttl)
+  if redis.call('PTTL', lock) < tonumber(ttl) then
+    redis.call('PEXPIRE', lock, ttl)
+  end
 end
 return 1

@@ -9,7 +9,10 @@ local sem, rec = KEYS[1], KEYS[2]
 local token, ttl, k = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = lib().clock()
 if livePermit(sem, token, now) then
-  redis.call('ZADD', sem, now + ttl, token)
+  -- A permit's end is never brought forward (see extend.lua).
+  if tonumber(redis.call('ZSCORE', sem, token)) < now + ttl then
+    redis.call('ZADD', sem, now + ttl, token)
+  end
   keepPermits(sem, rec, now)
   return 1
 end
