@@ -60,6 +60,9 @@ func New(masters []driver.Master, opts ...Option) (*Client, error) {
 		if isNil(p) {
 			return nil, invalid("node %d is nil", i)
 		}
+		if p.Addr() == "" { // a zero driver value, which its constructor did not make
+			return nil, invalid("node %d (%T) has no address: make it with its driver's constructor", i, p)
+		}
 		if j, dup := seen[p.Addr()]; dup {
 			return nil, invalid("nodes %d and %d are both %s; each master must be listed once", j, i, p.Addr())
 		}
@@ -172,8 +175,8 @@ func NewFromAddrs(addrs []string, opts ...Option) (*Client, error) {
 // Locks still held stay on the masters until their TTL runs out: release
 // them first. Close is safe beside any call in flight, and idempotent.
 func (c *Client) Close() error {
-	if c == nil {
-		return invalid("nil client")
+	if err := c.usable(); err != nil {
+		return err
 	}
 	c.closeOnce.Do(func() {
 		idle := c.work.close()
@@ -205,6 +208,19 @@ func (c *Client) Quorum() int {
 		return 0
 	}
 	return c.quorum
+}
+
+// usable returns an error wrapping ErrInvalid for a nil Client, or one
+// that New or NewFromAddrs did not make (a zero Client), whose methods
+// would otherwise fail on what only they set up.
+func (c *Client) usable() error {
+	switch {
+	case c == nil:
+		return invalid("nil client")
+	case c.work == nil:
+		return invalid("zero client: make it with New or NewFromAddrs")
+	}
+	return nil
 }
 
 // enter counts an operation that starts now as the client's work. It
@@ -366,11 +382,12 @@ func (c *Client) spawn(f func()) {
 
 // checkKey validates the context, client and key every lock call takes.
 func (c *Client) checkKey(ctx context.Context, key string) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
 	switch {
 	case ctx == nil:
 		return invalid("nil context")
-	case c == nil:
-		return invalid("nil client")
 	case key == "":
 		return invalid("empty key")
 	case strings.HasPrefix(key, scripts.ReservedPrefix):

@@ -45,6 +45,8 @@ func TestNew_BadInput(t *testing.T) {
 		{"nil pool", []driver.Master{&stubPool{a: "a"}, nil}, nil, "node 1 is nil"},
 		{"typed nil pool", []driver.Master{typedNil}, nil, "node 0 is nil"},
 		{"same master twice", []driver.Master{&stubPool{a: "x"}, &stubPool{a: "x"}}, nil, "nodes 0 and 1 are both x"},
+		{"zero driver", []driver.Master{&redigo.Redis{}}, nil, "node 0 (*redigo.Redis) has no address: make it with its driver's constructor"},
+		{"zero cluster driver", []driver.Master{&stubPool{a: "a"}, &redigo.Cluster{}}, nil, "node 1 (*redigo.Cluster) has no address"},
 		{"nil option", stubs(3), []Option{nil}, "option 0 is nil"},
 		{"drift factor 1", stubs(3), []Option{WithDriftFactor(1)}, "drift factor 1 is outside [0, 1)"},
 		{"namespace with a brace", stubs(3), []Option{WithNamespace("app{x}:")}, "has a brace"},
@@ -281,6 +283,42 @@ func TestNoPanicOnAnyInput(t *testing.T) {
 	d, ok := ExponentialBackoff(time.Second, 100*time.Millisecond).Delay(1)
 	assert.True(t, ok)
 	assert.LessOrEqual(t, d, 100*time.Millisecond, "max bounds a base above it")
+}
+
+// A Client, Semaphore or RWLock that no constructor made, zero or nil,
+// returns ErrInvalid from every call that takes it: it never panics, and
+// never leaves work that Close would wait for.
+func TestUnmadeValues_AreInvalid(t *testing.T) {
+	ctx := context.Background()
+	var zero Client
+	var nilSem, zeroSem = (*Semaphore)(nil), &Semaphore{}
+	var nilRW, zeroRW = (*RWLock)(nil), &RWLock{}
+	for name, call := range map[string]func() error{
+		"zero client TryLock":    func() error { _, err := zero.TryLock(ctx, "k", time.Second); return err },
+		"zero client Lock":       func() error { _, err := zero.Lock(ctx, "k", time.Second); return err },
+		"zero client Do":         func() error { return zero.Do(ctx, "k", time.Second, func(context.Context) error { return nil }) },
+		"zero client TryLockAll": func() error { _, err := zero.TryLockAll(ctx, []string{"a"}, time.Second); return err },
+		"zero client Resume":     func() error { _, err := zero.Resume(ctx, "k", "t", time.Second); return err },
+		"zero client Inspect":    func() error { _, err := zero.Inspect(ctx, "k"); return err },
+		"zero client Check":      func() error { _, err := zero.Check(ctx, CheckParams{TTL: time.Second}); return err },
+		"zero client Semaphore":  func() error { _, err := zero.Semaphore("k", 2); return err },
+		"zero client RWLock":     func() error { _, err := zero.RWLock("k"); return err },
+		"zero client Close":      func() error { return zero.Close() },
+		"nil semaphore Acquire":  func() error { _, err := nilSem.Acquire(ctx, time.Second); return err },
+		"nil semaphore Do":       func() error { return nilSem.Do(ctx, time.Second, func(context.Context) error { return nil }) },
+		"zero semaphore Acquire": func() error { _, err := zeroSem.TryAcquire(ctx, time.Second); return err },
+		"nil rwlock RLock":       func() error { _, err := nilRW.RLock(ctx, time.Second); return err },
+		"zero rwlock Lock":       func() error { _, err := zeroRW.Lock(ctx, time.Second); return err },
+	} {
+		var err error
+		require.NotPanics(t, func() { err = call() }, name)
+		assert.ErrorIs(t, err, ErrInvalid, name)
+	}
+	assert.Zero(t, zero.Nodes()+zero.Quorum())
+	assert.Zero(t, nilSem.Permits()+nilSem.Quorum())
+	assert.Empty(t, nilSem.Key())
+	_, err := zero.TryLock(ctx, "k", time.Second)
+	assert.EqualError(t, err, "redlock: invalid argument: zero client: make it with New or NewFromAddrs")
 }
 
 // TTLs past MaxTTL, which would wrap the restart guard's window or Redis's

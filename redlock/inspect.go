@@ -62,9 +62,10 @@ type NodeStatus struct {
 // Inspect asks every master about key, changing nothing, and waits for all
 // of them up to the node timeout.
 func (c *Client) Inspect(ctx context.Context, key string) (*Status, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	switch {
-	case c == nil:
-		return nil, invalid("nil client")
 	case ctx == nil:
 		return nil, invalid("nil context")
 	case key == "":

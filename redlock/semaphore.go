@@ -72,9 +72,10 @@ func (c *Client) Semaphore(key string, permits int, opts ...SemaphoreOption) (*S
 		}
 		opt.applySemaphore(&o)
 	}
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	switch {
-	case c == nil:
-		return nil, invalid("nil client")
 	case key == "":
 		return nil, invalid("empty key")
 	case strings.HasPrefix(key, scripts.ReservedPrefix):
@@ -96,15 +97,30 @@ func (c *Client) Semaphore(key string, permits int, opts ...SemaphoreOption) (*S
 }
 
 // Key returns the semaphore's key.
-func (s *Semaphore) Key() string { return s.key }
+func (s *Semaphore) Key() string {
+	if s == nil {
+		return ""
+	}
+	return s.key
+}
 
 // Permits returns K, the number of permits.
-func (s *Semaphore) Permits() int { return s.permits }
+func (s *Semaphore) Permits() int {
+	if s == nil {
+		return 0
+	}
+	return s.permits
+}
 
 // Quorum returns the number of masters each permit needs:
 // quorumlock.PermitQuorum of the client's masters and Permits, or the
 // client's WithQuorum where that is larger.
-func (s *Semaphore) Quorum() int { return s.quorum }
+func (s *Semaphore) Quorum() int {
+	if s == nil {
+		return 0
+	}
+	return s.quorum
+}
 
 // Acquire takes a permit for ttl, waiting until one is free or ctx is done,
 // as Client.Lock waits for a lock: in line on the masters, so that a free
@@ -113,26 +129,36 @@ func (s *Semaphore) Quorum() int { return s.quorum }
 // K at a time rather than one. Its errors are Lock's. WithOwner does not apply: a permit is not
 // reentrant, and it is ErrInvalid.
 func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return s.c.Lock(ctx, s.key, ttl, s.options(opts)...)
+	return s.client().Lock(ctx, s.Key(), ttl, s.options(opts)...)
 }
 
 // TryAcquire makes one attempt to take a permit for ttl, as Client.TryLock
 // does. It does not queue, and takes a free permit only when fewer waiters
 // queue for the key than permits are free.
 func (s *Semaphore) TryAcquire(ctx context.Context, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	return s.c.TryLock(ctx, s.key, ttl, s.options(opts)...)
+	return s.client().TryLock(ctx, s.Key(), ttl, s.options(opts)...)
 }
 
 // Do takes a permit with Acquire, runs fn while it is held, and gives it
 // back when fn returns, as Client.Do does with a lock: fn finds the permit
 // with FromContext, and its ctx ends if the permit is lost.
 func (s *Semaphore) Do(ctx context.Context, ttl time.Duration, fn func(ctx context.Context) error, opts ...LockOption) error {
-	return s.c.Do(ctx, s.key, ttl, fn, s.options(opts)...)
+	return s.client().Do(ctx, s.Key(), ttl, fn, s.options(opts)...)
+}
+
+// client is s's client, nil for a nil or zero Semaphore: its calls then
+// fail with ErrInvalid, as a nil Client's do.
+func (s *Semaphore) client() *Client {
+	if s == nil {
+		return nil
+	}
+	return s.c
 }
 
 // options is opts with the permit's, last, so that no option overrides it.
 func (s *Semaphore) options(opts []LockOption) []LockOption {
-	permit := lockOptionFunc(func(o *lockOptions) { o.permits, o.quorum = s.permits, s.quorum })
+	permits, quorum := s.Permits(), s.Quorum()
+	permit := lockOptionFunc(func(o *lockOptions) { o.permits, o.quorum = permits, quorum })
 	return append(opts[:len(opts):len(opts)], permit)
 }
 
