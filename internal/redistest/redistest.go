@@ -8,6 +8,7 @@ package redistest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -128,7 +129,10 @@ func (s *Server) start(p Persistence) error {
 	cmd := exec.Command(s.bin, s.args(p)...)
 	cmd.Dir = s.Dir
 	// The server dies with the test binary, even if the binary is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// It leads a process group of its own, which the children it forks
+	// (an RDB save for a replica, an AOF rewrite) join, so that Kill can
+	// end them too (see signal).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -263,6 +267,12 @@ func (s *Server) signal(sig syscall.Signal, wait bool) error {
 		}
 		return nil
 	}
+	if sig == syscall.SIGKILL {
+		// A killed server cannot stop the children it forked: a child still
+		// writing its RDB or AOF file into the server's directory would keep
+		// the test's cleanup from removing it. They die with it.
+		defer endGroup(cmd.Process.Pid)
+	}
 	if !wait {
 		return nil
 	}
@@ -277,6 +287,35 @@ func (s *Server) signal(sig syscall.Signal, wait bool) error {
 	}
 	s.forget(cmd)
 	return nil
+}
+
+// endGroup kills what is left of the process group that the server with
+// pid led, and waits, up to 5 s, until none of it runs. A member killed
+// but not yet reaped by init (a zombie) writes nothing, and does not count.
+func endGroup(pid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(-pid, syscall.SIGKILL) == nil && groupRuns(pid) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupRuns reports whether a process of group pgid runs, from /proc.
+func groupRuns(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		rest := b[bytes.LastIndexByte(b, ')')+1:]
+		var state string
+		var ppid, pgrp int
+		if _, err := fmt.Sscan(string(rest), &state, &ppid, &pgrp); err == nil && pgrp == pgid && state != "Z" {
+			return true
+		}
+	}
+	return false
 }
 
 // forget records that cmd, the server's process, has exited.

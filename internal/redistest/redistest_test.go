@@ -1,7 +1,11 @@
 package redistest_test
 
 import (
+	"bytes"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -143,4 +147,55 @@ func TestHoldBack_ARequestGivenUpOnStillArrives(t *testing.T) {
 	v, err = s.Do("GET", "k")
 	require.NoError(t, err)
 	assert.Equal(t, "late-value", v, "the request given up on ran once delivered")
+}
+
+// A killed server's forked children die with it: an RDB save or an AOF
+// rewrite still writing into the server's directory would keep the test's
+// cleanup from removing it ("directory not empty").
+func TestServer_KillEndsTheChildrenItForked(t *testing.T) {
+	s := redistest.Start(t, 1, redistest.Ephemeral)[0]
+	_, err := s.Do("EVAL", "for i = 1, 2000 do redis.call('SET', 'k' .. i, 'v') end return 1", "0")
+	require.NoError(t, err)
+	_, err = s.Do("CONFIG", "SET", "rdb-key-save-delay", "2000") // 2 ms a key: the save takes 4 s
+	require.NoError(t, err)
+	_, err = s.Do("BGSAVE")
+	require.NoError(t, err)
+	var child int
+	require.Eventually(t, func() bool {
+		child = childOf(s.PID())
+		return child != 0
+	}, 2*time.Second, 10*time.Millisecond, "the save's child runs")
+	require.NoError(t, s.Kill())
+	assert.False(t, runs(child), "the save's child %d still runs after Kill", child)
+}
+
+// childOf returns a running child of process pid, or 0, from /proc.
+func childOf(pid int) int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		if p, ppid, state, ok := stat(f); ok && ppid == pid && state != "Z" {
+			return p
+		}
+	}
+	return 0
+}
+
+// runs reports whether process pid runs: it exists, and is no zombie.
+func runs(pid int) bool {
+	p, _, state, ok := stat(fmt.Sprintf("/proc/%d/stat", pid))
+	return ok && p == pid && state != "Z"
+}
+
+// stat reads a process's pid, parent and state from its /proc stat file.
+func stat(file string) (pid, ppid int, state string, ok bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, "", false
+	}
+	i := bytes.LastIndexByte(b, ')') // comm may hold spaces and parentheses
+	if _, err := fmt.Sscan(string(b[:bytes.IndexByte(b, ' ')]), &pid); err != nil || i < 0 {
+		return 0, 0, "", false
+	}
+	_, err = fmt.Sscan(string(b[i+1:]), &state, &ppid)
+	return pid, ppid, state, err == nil
 }
