@@ -11,13 +11,14 @@ import (
 	"github.com/quorumlock/quorumlock/redlock/internal/scripts"
 )
 
-// Extend sets the lock's TTL to ttl on every master that still holds it, in
-// parallel, and waits there for the lock's earlier requests still on their
-// way. It succeeds only if a quorum did so and the new validity is
-// positive; then Until moves on, and TTL is ttl. Otherwise the lock must be
-// treated as lost: Extend returns an error wrapping ErrLockLost, closes
-// Done, and Err reports the loss. The error is an *AttemptError: one line
-// with the cause, and what each master did.
+// Extend renews the lock for ttl on every master that still holds it, in
+// parallel: the key there lives at least ttl more. On each master it goes
+// once the lock's earlier requests still on their way there have returned.
+// It succeeds only if a quorum did so and the new validity is positive;
+// then Until moves on, and TTL is ttl. Otherwise the lock must be treated
+// as lost: Extend returns an error wrapping ErrLockLost, closes Done, and
+// Err reports the loss. The error is an *AttemptError: one line with the
+// cause, and what each master did.
 //
 // A key's TTL on a master is never shortened: a shorter ttl brings Until
 // closer, and the watchdog extends on the shorter schedule, but the masters

@@ -226,9 +226,9 @@ func (l *Lock) checkHeld() error {
 
 // trail records, for each master, the requests carrying one lock's token
 // that were sent there: the acquisition's rounds and every retake. A
-// release or a hand-over of the lock on a master first waits until all of
-// them have returned, so that none can land after it on a connection of
-// its own. A request that returned without a reply (a timeout, a dropped
+// release, a hand-over or an extension of the lock on a master first waits
+// until all of them have returned, so that none can land after it on a
+// connection of its own. A request that returned without a reply (a timeout, a dropped
 // connection) may still be on its way; on that master a hand-over is not
 // sent, and the release leaves the token's tombstone, which the acquire
 // script obeys, so it cannot land either. A released token therefore never
