@@ -160,7 +160,7 @@ func run() error {
 			return err
 		}
 		walked[op.name] = entered
-		print(op.name, entered)
+		report(op.name, entered)
 		if op.beyond != "" {
 			fmt.Printf("  beyond %s's: %s\n", op.beyond, strings.Join(beyond(entered, walked[op.beyond]), " "))
 		}

@@ -123,8 +123,8 @@ func funcName(fd *ast.FuncDecl) string {
 	return fd.Name.Name
 }
 
-// print writes one call's walk: a line a file, with the functions it ran.
-func print(op string, files []file) {
+// report writes one call's walk: a line a file, with the functions it ran.
+func report(op string, files []file) {
 	n := 0
 	for _, f := range files {
 		n += len(f.funcs)
