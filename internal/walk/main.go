@@ -33,6 +33,10 @@ import (
 	"github.com/quorumlock/quorumlock/redlock"
 )
 
+// ttl outlives the reading of the counters between two calls of a lock:
+// the first `go tool covdata` of a machine may build the tool first.
+const ttl = 30 * time.Second
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "walk:", err)
@@ -56,11 +60,11 @@ func run() error {
 		return err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Warm up: connections open, scripts loaded, masters trusted.
 	for range 3 {
-		l, err := c.TryLock(ctx, "walk:warm", time.Second)
+		l, err := c.TryLock(ctx, "walk:warm", ttl)
 		if err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
@@ -77,8 +81,8 @@ func run() error {
 		call   func() error // counted, with what it leaves running until after returns
 		after  func() error
 	}{
-		{name: "TryLock", call: func() (err error) { l, err = c.TryLock(ctx, "walk:key", time.Second); return err }},
-		{name: "Extend", call: func() error { return l.Extend(ctx, time.Second) }},
+		{name: "TryLock", call: func() (err error) { l, err = c.TryLock(ctx, "walk:key", ttl); return err }},
+		{name: "Extend", call: func() error { return l.Extend(ctx, ttl) }},
 		{name: "Release", call: func() error { return l.Release(ctx) }},
 		{
 			// Another holder's token on two masters: the attempt wins one
@@ -89,7 +93,7 @@ func run() error {
 					command(addrs[1], "SET", "walk:refused", "other", "PX", "10000"))
 			},
 			call: func() error {
-				if _, err := c.TryLock(ctx, "walk:refused", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+				if _, err := c.TryLock(ctx, "walk:refused", ttl); !errors.Is(err, redlock.ErrNotObtained) {
 					return fmt.Errorf("want ErrNotObtained, got %v", err)
 				}
 				return nil
@@ -101,12 +105,12 @@ func run() error {
 			// sets it again on the third in the background.
 			name: "Extend, with the retake of a master that lost the key", beyond: "Extend",
 			setup: func() (err error) {
-				if held, err = c.TryLock(ctx, "walk:retake", time.Second); err != nil {
+				if held, err = c.TryLock(ctx, "walk:retake", ttl); err != nil {
 					return err
 				}
 				return command(addrs[0], "DEL", "walk:retake")
 			},
-			call:  func() error { return held.Extend(ctx, time.Second) },
+			call:  func() error { return held.Extend(ctx, ttl) },
 			after: settle,
 		},
 		{
@@ -114,13 +118,13 @@ func run() error {
 			// hands it over.
 			name: "Release, with the hand-over to a waiter of this client", beyond: "Release",
 			setup: func() (err error) {
-				if held, err = c.TryLock(ctx, "walk:hand", time.Second); err != nil {
+				if held, err = c.TryLock(ctx, "walk:hand", ttl); err != nil {
 					return err
 				}
 				got = make(chan error, 1)
 				go func() {
 					var err error
-					handed, err = c.Lock(ctx, "walk:hand", time.Second)
+					handed, err = c.Lock(ctx, "walk:hand", ttl)
 					got <- err
 				}()
 				return settle() // the waiter is in line
