@@ -361,7 +361,9 @@ func (t *trail) whenReturned(i int, f func(unsure bool)) {
 func whenAllReturned(sent []sentRequest, unsure bool, f func(unsure bool)) {
 	for j, s := range sent {
 		if !s.returned() {
-			s.onDone(func() { whenAllReturned(sent[j:], unsure, f) })
+			// A copy, so that unsure is not moved to the heap on every call.
+			u := unsure
+			s.onDone(func() { whenAllReturned(sent[j:], u, f) })
 			return
 		}
 		unsure = unsure || s.noReply()
