@@ -47,11 +47,13 @@ done
 
 # Sizes, compiled in: the model, then, for the lock's, masters, clients,
 # tokens per client (a client's attempts, hand-overs included), acquire
-# rounds, and requests held back in the network at once; for the queue's,
+# rounds, requests held back in the network at once, and (NX=2) two
+# extensions of a token out at once, with two TTLs; for the queue's,
 # masters and waiters.
 S_CONTEND="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DDELAYS=1"
 S_ONE="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1"
 S_HANDOFF="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
+S_ONE2="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1 -DNX=2"
 S_DEEP3="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
 S_DEEP5="quorumlock.pml -DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
 S_QUEUE="queue.pml -DNM=3 -DNW=3"
@@ -66,7 +68,7 @@ S_MK3="multikey.pml -DNM=3 -DNC=3"
 # The configurations: a size, and what runs in it: who extends (bit per
 # client) and how often, who hands over, master restarts and their kinds
 # (bit 0 empty, bit 1 with an older copy of the data), and masters the
-# guard distrusts for good.
+# guard distrusts for good; with two TTLs, whose extensions may be short.
 CONTEND="$S_CONTEND|EXTEND=0 NE=0 HANDOVER=0 NRS=0 NDIS=0"
 RESTART="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=1 NDIS=0"
 FAILOVER="$S_ONE|EXTEND=0 NE=0 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
@@ -81,6 +83,11 @@ DEEP5="$S_DEEP5|EXTEND=7 NE=1 HANDOVER=7 NRS=1 RESTARTS=3 NDIS=1"
 CONTENDQ="$S_CONTEND|EXTEND=0 NE=0 HANDOVER=0 NRS=0 NDIS=0 QUEUE=1"
 RESTARTQ="$S_ONE|EXTEND=1 NE=1 HANDOVER=0 NRS=1 RESTARTS=1 NDIS=0 QUEUE=1"
 HANDOFFQ="$S_HANDOFF|EXTEND=0 NE=0 HANDOVER=1 NRS=0 NDIS=0 QUEUE=1"
+# Extensions with a shorter TTL than the lock's: two of one lock, the
+# second sent while the first is still out. The queue's refusal of a
+# retake stands for a second request held back (DELAYS=2 is too large to
+# search exhaustively).
+SHORTX="$S_ONE2|EXTEND=1 NE=2 SHORT=1 HANDOVER=0 NRS=0 NDIS=0 QUEUE=1"
 # The queue's: waiters, the partition (0 none, 1 any, 2 a waiter reaches
 # every master or one), masters that abstain, and the rounds within which
 # some waiter must hold the key (0: no bound; a search for a cycle).
@@ -127,6 +134,8 @@ runs_quick=(
 	"hand-over-sent-where-unsure|control|$HANDOFF|HO_WAIT=4|8|property 4"
 	"hand-over-release-without-tombstone|control|$HANDOFF|HO_WAIT=5|8|property 4"
 	"contend-queue|check|$CONTENDQ||31|no violation"
+	"extend-shorter-ttl|check|$SHORTX||31|no violation"
+	"extension-shortens-ttl|control|$SHORTX|NOSHORTEN=0|1|property 1"
 	"queue|check|$QALL||96|no violation"
 	"queue-abstain|check|$QABSTAIN||96|no violation"
 	"queue-minority|check|$QMINORITY||96|no violation"

@@ -7,7 +7,9 @@
  *
  *   a client    begins an attempt (acquire rounds, split votes, fence
  *               settle, validity, roll-back), judges a split, extends (with
- *               retake), releases, hands over, or drops its lock;
+ *               retake; with the lock's TTL or, NX=2, a shorter one, and a
+ *               second time while the first is still out), releases, hands
+ *               over, or drops its lock;
  *   the network delivers a request it held back (the master runs the script
  *               at once, as Redis runs a Lua script), or loses one, or the
  *               client gives up on one (timeout, connection error);
@@ -27,13 +29,22 @@
  * bounding). Requests to one master on different connections may overtake
  * one another; nothing in the code relies on their order.
  *
- * Time is the order of events, not a clock. Every lock has the same TTL,
- * so a validity window (the TTL minus the drift reserve, from the start of
- * an attempt or an extension) ends before any key that a master set or
- * renewed after the window began can expire, and one client's windows end
- * in the order they began. Each client counts the windows it began (wn) and
- * those that have ended (we); a key keeps its owner's count from when it was
- * set or renewed (kw), and may expire once that many windows have ended. A
+ * Time is the order of events, not a clock. A validity window is a TTL
+ * minus the drift reserve, from the start of an attempt or an extension.
+ * A lock has one TTL; with NX=2 an extension may have a shorter one
+ * (SHORT), so there are two, long and short. A window ends before any key
+ * that a master set or renewed after the window began, with the window's
+ * TTL or a longer one, can expire. Of one client's windows, one begun later
+ * with the same TTL or a longer one ends later; only a short window begun
+ * after a long one may end first. Each client counts the windows it began
+ * (wn), and keeps the count up to which all of them have ended (we) and,
+ * with two TTLs, the count up to which the short ones have (weS). A key
+ * keeps its owner's count from when it was set or renewed, with the long
+ * TTL in kw: it may expire once every window up to kw has ended; with the
+ * short TTL in kwS: once every short window up to kwS has. extend.lua never
+ * shortens a TTL (NOSHORTEN), so a key renewed with both keeps both bounds.
+ * A fan-out decides within its node timeout, a tenth of its TTL, so no key
+ * set after an extension began expires while the extension is under way. A
  * restarted master keeps every client's count (rw); its quarantine may end
  * once all of those windows have ended, the guard window being longer than
  * any TTL plus its reserve. Time is read lazily: a window ends, a key
@@ -74,6 +85,15 @@
 #ifndef SYMMETRY
 #define SYMMETRY 1      /* states that differ by a renaming of masters are one */
 #endif
+#ifndef NX
+#define NX 1            /* request kinds for a token's extensions (and their
+                           retakes): 1, or 2 so that a token's second extension
+                           can go while its first is still in the network; with 2
+                           the model also has two TTLs (SHORT) */
+#endif
+#if NX != 1 && NX != 2
+#error NX must be 1 or 2
+#endif
 
 /* Tokens are numbered 1..NT, client 0's first; 0 is "none". */
 #if NC == 2
@@ -111,6 +131,9 @@ SWITCH RESTARTS = 3;    /* kinds of restart: bit 0 empty, bit 1 with an older co
                            an older RDB or AOF file) */
 SWITCH NDIS = 0;        /* masters the guard distrusts for good (0 or 1): a replica,
                            one that may evict lock keys, one whose INFO is denied */
+SWITCH SHORT = 7;       /* clients (bit c) whose extensions may have a shorter TTL
+                           than the lock was taken with, chosen at each
+                           extension; needs NX 2 */
 SWITCH CHECK = 31;      /* asserted properties: bit n-1 for property n */
 
 /* the safeguards */
@@ -139,6 +162,10 @@ SWITCH SEED = 1;        /* a master with no floor counts above every fence befor
 SWITCH EPOCH = 1;       /* fenceEpoch: a master whose fence stamp does not name it
                            starts a new epoch from its clock before it counts */
 SWITCH VETO = 1;        /* a master the guard distrusts for good never votes */
+SWITCH NOSHORTEN = 1;   /* extend.lua never shortens a key's TTL: the key lives until
+                           the latest end of the renewals that ran on it. 0: each
+                           renewal sets its own TTL (PEXPIRE), and one that lands
+                           late can cut a later one's */
 
 /* the waiting queue (issue 27; queue.pml checks the queue itself) */
 SWITCH QUEUE = 0;       /* 1: a master's waiting queue may refuse any new grant (an
@@ -186,7 +213,16 @@ c_decl {
 	SWV(EPOCH) = envOr("QL_EPOCH", SWV(EPOCH)); \
 	SWV(VETO) = envOr("QL_VETO", SWV(VETO)); \
 	SWV(QUEUE) = envOr("QL_QUEUE", SWV(QUEUE)); \
+	SWV(NOSHORTEN) = envOr("QL_NOSHORTEN", SWV(NOSHORTEN)); \
+	READ_SHORT \
 	}
+#if NX > 1
+#define READ_SHORT SWV(SHORT) = envOr("QL_SHORT", SWV(SHORT));
+#else
+/* one TTL: a verifier that cannot have short extensions refuses to run
+ * as if it had them */
+#define READ_SHORT if (envOr("QL_SHORT", 0) != 0) { Uerror("QL_SHORT needs a verifier compiled with NX=2"); }
+#endif
 
 /* ------------------------------------------------------ iteration macros */
 
@@ -218,12 +254,34 @@ c_decl {
 #error NC must be 2 or 3
 #endif
 
-/* Request kinds: one slot per (token, kind, master). */
+/* Request kinds: one slot per (token, kind, master). A token's extensions
+ * take turns over NX pairs of kinds, extension and its retakes, so that one
+ * can still be in the network when the next goes. */
 #define KF   (MAXR)     /* fence raise (fence.lua) */
 #define KRB  (MAXR+1)   /* release or roll-back (release.lua) */
 #define KX   (MAXR+2)   /* extend (extend.lua) */
 #define KRT  (MAXR+3)   /* retake (acquire.lua) */
-#define NKIND (MAXR+4)
+#define NKIND (MAXR+2+2*NX)
+#if NX == 1
+#define KXN(i) KX
+#define KRTN(i) KRT
+#define ISKX(k) ((k) == KX)
+#define ISKRT(k) ((k) == KRT)
+#define XOF(k) 0
+#define XI(c) 0         /* the pair the client's next extension takes */
+#define XK(c) 0         /* the pair its extension under way took */
+#define XB(t,i) TB(t)   /* a bit per (token, extension pair) */
+#else
+#define KXN(i) (MAXR+2+2*(i))  /* extend, of pair i */
+#define KRTN(i) (MAXR+3+2*(i)) /* its retake */
+#define ISKX(k) ((k) == KXN(0) || (k) == KXN(1))
+#define ISKRT(k) ((k) == KRTN(0) || (k) == KRTN(1))
+#define XOF(k) (((k) - MAXR - 2) / 2)
+#define XI(c) (cne[c] % NX)
+#define XK(c) ((cne[c] - 1) % NX)
+#define XB(t,i) (1 << (((t)-1)*NX + (i)))
+#endif
+#define TXB(t) (XB(t,0) | XB(t,NX-1))  /* every pair of token t */
 
 #define NS (NT*NKIND*NM)
 #define SL(t,k,m) ((((t)-1)*NKIND+(k))*NM+(m))
@@ -286,12 +344,18 @@ c_decl {
 #define EV_RELEASE 11
 #define EV_HANDOVER 12
 #define EV_DROPLOCK 13
+#define EV_EXTENDS 14   /* an extension with the shorter TTL */
 
 /* ------------------------------------------------------------- state */
 
 /* masters */
 byte h[NM];             /* the key's holder: a token, 0 if free */
-byte kw[NM];            /* the holder's window count when the key was set or renewed */
+byte kw[NM];            /* the holder's window count when the key was set or renewed
+                           with the lock's TTL */
+#if NX > 1
+byte kwS[NM];           /* ... with the shorter TTL: every short window up to kwS
+                           ends before the key can expire */
+#endif
 byte cnt[NM];           /* the node's fence floor, from which every grant counts */
 byte tomb[NM];          /* tombstones void:<token>, one bit per token */
 bit quar[NM];           /* restarted, and its quarantine has not ended */
@@ -313,7 +377,14 @@ byte dq[DELAYS];        /* the slots (+1) held back, ascending, then zeros */
 byte tfrom[NT+1];       /* the token a hand-over takes the key over from */
 byte rnd[NT+1];         /* acquire rounds sent */
 byte tfence[NT+1];      /* the fence chosen */
-byte extok;             /* the token's last extension reached a quorum: retake vacant masters */
+byte extok;             /* (token, pair) bits: that extension reached a quorum,
+                           so its answers "vacant" start retakes */
+#if NX > 1
+byte xsh;               /* (token, pair) bits: that extension has the shorter TTL */
+#endif
+#if NT*NX > 8
+#error extok holds NT*NX bits
+#endif
 byte tfin;              /* the token's release or roll-back has begun */
 
 /* per client: its goroutine that waits on a fan-out, and its lock */
@@ -330,7 +401,11 @@ byte cneed[NC];         /* raises needed */
 byte caw[NC];           /* the attempt's validity window */
 byte cxw[NC];           /* the extension's validity window */
 byte wn[NC];            /* validity windows begun */
-byte we[NC];            /* validity windows ended */
+byte we[NC];            /* validity windows ended: every window up to we */
+#if NX > 1
+byte weS[NC];           /* ... and every short window up to weS */
+byte lws;               /* clients (bit c) whose lock's window lw is short */
+#endif
 byte lw[NC];            /* the window the held lock is valid in */
 bit bel[NC];            /* holds a lock it has not begun to release */
 
@@ -345,6 +420,17 @@ byte hom[NT+1];         /* masters where a hand-over from the token ran */
 byte hov;               /* tokens whose Release returned through a hand-over */
 
 #define VALID(c, w) ((w) > we[c])
+#if NX > 1
+#define VALIDS(c, w) ((w) > we[c] && (w) > weS[c])
+#define LWS(c) ((lws >> (c)) & 1)
+#define XS(t, i) ((xsh & XB(t, i)) != 0)
+/* the lock's window, and the window of the extension under way */
+#define VALIDLW(c) (LWS(c) -> VALIDS(c, lw[c]) : VALID(c, lw[c]))
+#define VALIDX(c) (XS(ct[c], XK(c)) -> VALIDS(c, cxw[c]) : VALID(c, cxw[c]))
+#else
+#define VALIDLW(c) VALID(c, lw[c])
+#define VALIDX(c) VALID(c, cxw[c])
+#endif
 
 /* For the trail only: the masters' names before symmetry renamed them, and
  * what normalize() shifted counters and windows by. Hidden: not part of the
@@ -389,6 +475,40 @@ hidden byte woff[NC];
 	h[m] = v
 
 /* ----------------------------------------------------------- scripts */
+
+/* A key set or renewed with the lock's TTL outlives every window its owner
+ * began before; one with the shorter TTL every short one (it outlives its
+ * extension's window, as every short window begun before it). A retake
+ * (SET NX) has its extension's TTL; every other acquire the lock's. */
+#if NX > 1
+#define KEYLONG(m, t) kw[m] = wn[OWNER(t)]; kwS[m] = 0
+#define KEYSHORT(m, t) kw[m] = 0; kwS[m] = wn[OWNER(t)]
+#define SETKEY(m, t, k) \
+	if \
+	:: ISKRT(k) && XS(t, XOF(k)) -> KEYSHORT(m, t) \
+	:: else -> KEYLONG(m, t) \
+	fi
+/* extend.lua's PEXPIRE: the max with NOSHORTEN, the TTL as given without */
+#define RENEW(m, t, k) \
+	if \
+	:: !XS(t, XOF(k)) -> KEYLONG(m, t) \
+	:: XS(t, XOF(k)) && NOSHORTEN -> kwS[m] = wn[OWNER(t)] \
+	:: else -> KEYSHORT(m, t) \
+	fi
+#define SAYEXT(t, k) printf("extend %d of t%d", XOF(k) + 1, t)
+#define SAYRENEW(t, k) \
+	if \
+	:: XS(t, XOF(k)) && NOSHORTEN -> printf(" with the shorter TTL, which shortens nothing\n") \
+	:: XS(t, XOF(k)) && !NOSHORTEN -> printf(" with the shorter TTL, which replaces the key's\n") \
+	:: else -> printf("\n") \
+	fi
+#else
+#define KEYLONG(m, t) kw[m] = wn[OWNER(t)]
+#define SETKEY(m, t, k) KEYLONG(m, t)
+#define RENEW(m, t, k) KEYLONG(m, t)
+#define SAYEXT(t, k) printf("extend t%d", t)
+#define SAYRENEW(t, k) printf("\n")
+#endif
 
 /* acquire.lua's count: the count moves one above the floor; with no floor (a master that
  * restarted empty) it starts from the clock, above every fence before. */
@@ -470,7 +590,7 @@ inline acq(t, m, s) {
 			res[s] = C_X; val[s] = 0;
 			printf("m%d: acquire t%d voided by its tombstone\n", MN(m), t)
 		:: else ->
-			SETH(m, t); kw[m] = wn[OWNER(t)]; epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
+			SETH(m, t); SETKEY(m, t, pq); epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
 			printf("m%d: acquire t%d granted, counter %d\n", MN(m), t, CN(cnt[m]))
 		fi
 	:: h[m] != 0 && f != 0 && h[m] == f ->
@@ -479,7 +599,7 @@ inline acq(t, m, s) {
 			res[s] = C_X; val[s] = f;
 			printf("m%d: hand-over t%d->t%d voided\n", MN(m), f, t)
 		:: else ->
-			SETH(m, t); kw[m] = wn[OWNER(t)]; epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
+			SETH(m, t); KEYLONG(m, t); epoch(m); bump(m); res[s] = C_OK; val[s] = cnt[m];
 			printf("m%d: hand-over t%d->t%d took the key, counter %d\n", MN(m), f, t, CN(cnt[m]))
 		fi
 	:: h[m] != 0 && h[m] == t ->
@@ -503,15 +623,18 @@ inline acq(t, m, s) {
 	trust(t, m, s)
 }
 
-/* extend.lua, plain lock: 1 renewed, 2 vacant, 0 another holds it. */
+/* extend.lua, plain lock: 1 renewed, 2 vacant, 0 another holds it. A
+ * renewal outlives every window its owner began before it ran (with the
+ * shorter TTL, every short one); with NOSHORTEN it keeps what the key
+ * outlived already. */
 inline ext(t, m, s) {
 	if
-	:: h[m] == t -> kw[m] = wn[OWNER(t)]; res[s] = C_OK;
-		printf("m%d: extend t%d renewed\n", MN(m), t)
+	:: h[m] == t -> RENEW(m, t, pq); res[s] = C_OK;
+		printf("m%d: ", MN(m)); SAYEXT(t, pq); printf(" renewed"); SAYRENEW(t, pq)
 	:: h[m] == 0 -> res[s] = C_NO;
-		printf("m%d: extend t%d: vacant\n", MN(m), t)
+		printf("m%d: ", MN(m)); SAYEXT(t, pq); printf(": vacant\n")
 	:: else -> res[s] = C_X;
-		printf("m%d: extend t%d: held by t%d\n", MN(m), t, h[m])
+		printf("m%d: ", MN(m)); SAYEXT(t, pq); printf(": held by t%d\n", h[m])
 	fi;
 	trust(t, m, s)
 }
@@ -578,13 +701,23 @@ inline fen(t, m, s) {
 inline serve(s) {
 	pt = STOK(s); pq = SKIND(s); pm = SMAS(s);
 	if
-	:: pq < MAXR || pq == KRT -> acq(pt, pm, s)
+	:: pq < MAXR || ISKRT(pq) -> acq(pt, pm, s)
 	:: pq == KF -> fen(pt, pm, s)
 	:: pq == KRB -> rel(pt, pm, s)
-	:: pq == KX -> ext(pt, pm, s)
+	:: ISKX(pq) -> ext(pt, pm, s)
 	fi;
 	pt = 0; pq = 0; pm = 0
 }
+
+#if NX > 1
+#define SAYRT(t, k) printf("retake %d of t%d", XOF(k) + 1, t)
+#define SAYRTOF(t, k) SAYRT(t, k)
+#define SAYXOF(t, k) SAYEXT(t, k)
+#else
+#define SAYRT(t, k) printf("retake t%d", t)
+#define SAYRTOF(t, k) printf("retake of t%d", t)
+#define SAYXOF(t, k) printf("extend of t%d", t)
+#endif
 
 /* The reply reaches the client: an extension that reached a quorum
  * retakes a master it finds vacant (Lock.retake), for late answers too. */
@@ -592,15 +725,15 @@ inline answered(s) {
 	st[s] = S_GOT;
 	pt = STOK(s); pm = SMAS(s);
 	if
-	:: SKIND(s) == KX && (extok & TB(pt)) && CODE(s) == C_NO && !BUSY(SL(pt, KRT, pm)) ->
-		st[SL(pt, KRT, pm)] = S_DEFER;
-		printf("c%d: retake t%d on m%d (late answer)\n", OWNER(pt), pt, MN(pm))
+	:: ISKX(SKIND(s)) && (extok & XB(pt, XOF(SKIND(s)))) && CODE(s) == C_NO && !BUSY(SL(pt, KRTN(XOF(SKIND(s))), pm)) ->
+		st[SL(pt, KRTN(XOF(SKIND(s))), pm)] = S_DEFER;
+		printf("c%d: ", OWNER(pt)); SAYRT(pt, SKIND(s)); printf(" on m%d (late answer)\n", MN(pm))
 	:: else -> skip
 	fi;
 	/* an answer to an acquisition that is over: only whether it was a
 	 * refusal is read again (by the roll-back) */
 	if
-	:: (SKIND(s) == KRT || (SKIND(s) < MAXR && !(ct[OWNER(pt)] == pt && (cph[OWNER(pt)] == P_ROUND || cph[OWNER(pt)] == P_HEAR)))) ->
+	:: (ISKRT(SKIND(s)) || (SKIND(s) < MAXR && !(ct[OWNER(pt)] == pt && (cph[OWNER(pt)] == P_ROUND || cph[OWNER(pt)] == P_HEAR)))) ->
 		res[s] = res[s] & 3; val[s] = 0
 	:: else -> skip
 	fi;
@@ -625,12 +758,19 @@ inline answered(s) {
 /* The lock's trail on master m (lock.go): its acquisition rounds and its
  * retakes. A retake is on the trail from the moment the extension that
  * starts it decides (Lock.retake), and first waits for that extension's
- * answer there: while the token's last extension succeeded, its request
- * still out is on the trail too. A retake whose extension answer was not
- * "vacant" is never sent, and is not unsure. */
-#define TRAILIDLE(t,m) (ROUNDS_IDLE(t,m) && !BUSY(SL(t,KRT,m)) && \
-	!(BUSY(SL(t,KX,m)) && (extok & TB(t))))
-#define TRAILNOREP(t,m) (ROUND_NOREP(t,m) || st[SL(t,KRT,m)] == S_NOREP)
+ * answer there: while an extension of the token that succeeded has its
+ * request still out, that request is on the trail too. A retake whose
+ * extension answer was not "vacant" is never sent, and is not unsure. */
+#if NX == 1
+#define XTRAILIDLE(t,m) (!BUSY(SL(t,KRT,m)) && !(BUSY(SL(t,KX,m)) && (extok & TB(t))))
+#define XTRAILNOREP(t,m) (st[SL(t,KRT,m)] == S_NOREP)
+#else
+#define XPAIRIDLE(t,m,i) (!BUSY(SL(t,KRTN(i),m)) && !(BUSY(SL(t,KXN(i),m)) && (extok & XB(t,i))))
+#define XTRAILIDLE(t,m) (XPAIRIDLE(t,m,0) && XPAIRIDLE(t,m,1))
+#define XTRAILNOREP(t,m) (st[SL(t,KRTN(0),m)] == S_NOREP || st[SL(t,KRTN(1),m)] == S_NOREP)
+#endif
+#define TRAILIDLE(t,m) (ROUNDS_IDLE(t,m) && XTRAILIDLE(t,m))
+#define TRAILNOREP(t,m) (ROUND_NOREP(t,m) || XTRAILNOREP(t,m))
 /* The hand-over from t (t's client's next token) was granted on master m
  * in its last round. */
 #define HOGRANTED(t,m) (tfrom[(t)+1] == (t) && rnd[(t)+1] > 0 && \
@@ -714,20 +854,44 @@ inline unhold(s) {
 	i = 0; w1 = 0
 }
 
+/* A fan-out decides within its node timeout, a tenth of its TTL at most
+ * (fanout.Run, Client.nodeTimeout): a key set or renewed after an
+ * extension began, or a quarantine begun after, outlasts the extension,
+ * and does not end its window while it is under way. With two TTLs this
+ * matters: a short window ending leaves an earlier long one running. */
+#if NX > 1
+#define XRUNS(c, w, sh) (cph[c] == P_EXT && (w) >= cxw[c] && (!(sh) || XS(ct[c], XK(c))))
+#define EXPIRES(m) (!XRUNS(OWNER(h[m]), (kw[m] > 0 -> kw[m] - 1 + RESERVE : 0), 0) && \
+	!XRUNS(OWNER(h[m]), (kwS[m] > 0 -> kwS[m] - 1 + RESERVE : 0), 1))
+#define QRUNS(m, c) (GUARD_WIN && XRUNS(c, rw[(m)*NC + (c)], 0))
+#if NC == 2
+#define QENDS(m) (!QRUNS(m, 0) && !QRUNS(m, 1))
+#else
+#define QENDS(m) (!QRUNS(m, 0) && !QRUNS(m, 1) && !QRUNS(m, 2))
+#endif
+#else
+#define EXPIRES(m) true
+#define QENDS(m) true
+#endif
+
 /* Time, read lazily where a master runs a script: its key may have
  * expired, once the windows it outlives have ended (they end now if they
  * had not); its restart quarantine may have ended, once every window begun
  * before the restart has ended. */
 inline timeAt(m) {
 	if
-	:: h[m] != 0 -> d_step {
+	:: h[m] != 0 && EXPIRES(m) -> d_step {
 		x = OWNER(h[m]); w1 = (kw[m] > 0 -> kw[m] - 1 + RESERVE : 0);
-		endWin(x, w1); x = 0; w1 = 0;
+		endWin(x, w1);
+#if NX > 1
+		w1 = (kwS[m] > 0 -> kwS[m] - 1 + RESERVE : 0); endWinS(x, w1);
+#endif
+		x = 0; w1 = 0;
 		printf("m%d: t%d expires\n", MN(m), h[m]); SETH(m, 0) }
 	:: true -> skip
 	fi;
 	if
-	:: quar[m] -> d_step {
+	:: quar[m] && QENDS(m) -> d_step {
 		if
 		:: GUARD_WIN ->
 			for (i : 0 .. NC-1) {
@@ -745,7 +909,7 @@ inline timeAt(m) {
  * the master's queue may have another waiter at its head, and refuse it. */
 #define QUEUEAT(s) \
 	if \
-	:: QUEUE && (SKIND(s) < MAXR || SKIND(s) == KRT) && h[SMAS(s)] == 0 -> qn = 1 \
+	:: QUEUE && (SKIND(s) < MAXR || ISKRT(SKIND(s))) && h[SMAS(s)] == 0 -> qn = 1 \
 	:: true -> skip \
 	fi
 
@@ -855,13 +1019,17 @@ inline fail(c) {
 inline success(c) {
 	printf("c%d: holds t%d, fence %d\n", c, ct[c], CN(tfence[ct[c]]));
 	for (i : 0 .. NC-1) {
-		PROP(1, i == c || !(bel[i] && VALID(i, lw[i])))
+		PROP(1, i == c || !(bel[i] && VALIDLW(i)))
 	}
 	i = 0;
 	PROP(2, tfence[ct[c]] > lastF);
 	lastF = tfence[ct[c]];
 	forgetRounds(c);
 	bel[c] = 1; lw[c] = caw[c]; cyes[c] = 0; cr[c] = 0; clag[c] = 0; cneed[c] = 0; caw[c] = 0;
+#if NX > 1
+	/* an attempt has the lock's TTL */
+	lws = lws & ~(1 << c);
+#endif
 	cph[c] = P_HELD;
 	if
 	:: co[c] != 0 ->
@@ -890,6 +1058,24 @@ inline endWin(c, w) {
 	:: else -> skip
 	fi
 }
+
+#if NX > 1
+/* Every short window of client c up to w ends now (a long one among them,
+ * begun earlier, may still run). */
+inline endWinS(c, w) {
+	if
+	:: we[c] < w && weS[c] < w -> weS[c] = w;
+		printf("c%d: every short validity window up to %d has ended\n", c, WN(c, w))
+	:: else -> skip
+	fi
+}
+/* the lock's window ends; the window of the extension under way ends */
+#define ENDLW(c) if :: LWS(c) -> endWinS(c, lw[c]) :: else -> endWin(c, lw[c]) fi
+#define ENDX(c) if :: XS(ct[c], XK(c)) -> endWinS(c, cxw[c]) :: else -> endWin(c, cxw[c]) fi
+#else
+#define ENDLW(c) endWin(c, lw[c])
+#define ENDX(c) endWin(c, cxw[c])
+#endif
 
 /* chooseFence: the largest counter of the quorum; lagging members raised
  * until a quorum is at the fence. */
@@ -1029,15 +1215,26 @@ inline fenced(c) {
 	fi
 }
 
-/* Lock.extend: a new validity window begins with the extension. */
-inline extendStart(c) {
+/* Lock.extend: a new validity window begins with the extension, with the
+ * lock's TTL or (sh) the shorter one. It takes the client's next pair of
+ * kinds. */
+inline extendStart(c, sh) {
 	wn[c]++; cxw[c] = wn[c];
-	printf("c%d: extend t%d (validity window %d)\n", c, ct[c], WN(c, cxw[c]));
-	cne[c]++; extok = extok & ~TB(ct[c]);
+	printf("c%d: ", c); SAYEXT(ct[c], KXN(XI(c)));
+#if NX > 1
+	xsh = (xsh & ~XB(ct[c], XI(c))) | (sh -> XB(ct[c], XI(c)) : 0);
+	if
+	:: sh -> printf(", with the shorter TTL")
+	:: else -> skip
+	fi;
+#endif
+	printf(" (validity window %d)\n", WN(c, cxw[c]));
+	extok = extok & ~XB(ct[c], XI(c));
 	for (i : 0 .. NM-1) {
-		st[SL(ct[c], KX, i)] = S_DEFER
+		st[SL(ct[c], KXN(XI(c)), i)] = S_DEFER
 	}
 	i = 0;
+	cne[c]++;
 	cph[c] = P_EXT
 }
 
@@ -1045,7 +1242,7 @@ inline extendStart(c) {
 inline countExt(c) {
 	y = 0; n = 0;
 	for (i : 0 .. NM-1) {
-		s2 = SL(ct[c], KX, i);
+		s2 = SL(ct[c], KXN(XK(c)), i);
 		if
 		:: st[s2] == S_GOT && (res[s2] & (3|F_VT)) == (C_OK|F_VT) ->
 			y++; PROP(5, res[s2] & F_RT)
@@ -1061,15 +1258,18 @@ inline countExt(c) {
 inline extendedOK(c) {
 	printf("c%d: t%d extended\n", c, ct[c]);
 	for (i : 0 .. NC-1) {
-		PROP(1, i == c || !(bel[i] && VALID(i, lw[i])))
+		PROP(1, i == c || !(bel[i] && VALIDLW(i)))
 	}
-	lw[c] = cxw[c]; extok = extok | TB(ct[c]);
+	lw[c] = cxw[c]; extok = extok | XB(ct[c], XK(c));
+#if NX > 1
+	lws = (lws & ~(1 << c)) | (XS(ct[c], XK(c)) -> (1 << c) : 0);
+#endif
 	for (i : 0 .. NM-1) {
-		s2 = SL(ct[c], KX, i);
+		s2 = SL(ct[c], KXN(XK(c)), i);
 		if
-		:: st[s2] == S_GOT && CODE(s2) == C_NO && !BUSY(SL(ct[c], KRT, i)) ->
-			st[SL(ct[c], KRT, i)] = S_DEFER;
-			printf("c%d: retake t%d on m%d\n", c, ct[c], MN(i))
+		:: st[s2] == S_GOT && CODE(s2) == C_NO && !BUSY(SL(ct[c], KRTN(XK(c)), i)) ->
+			st[SL(ct[c], KRTN(XK(c)), i)] = S_DEFER;
+			printf("c%d: ", c); SAYRT(ct[c], KRTN(XK(c))); printf(" on m%d\n", MN(i))
 		:: else -> skip
 		fi;
 		res[s2] = 0
@@ -1079,15 +1279,22 @@ inline extendedOK(c) {
 }
 
 /* The extension failed; with too many masters gone, the lock is lost
- * (errGone); otherwise the watchdog may try again. */
+ * (errGone); otherwise the watchdog may try again. The watchdog extends
+ * with the TTL of the lock's window, its last extension that succeeded or
+ * the attempt (Lock.TTL, Lock.renew): an extension with another is the
+ * caller's Lock.Extend, whose failure loses the lock. */
 inline extendedNot(c) {
 	printf("c%d: extension of t%d failed\n", c, ct[c]);
 	if
 	:: n > NM - Q -> bel[c] = 0
+#if NX > 1
+	:: n <= NM - Q && XS(ct[c], XK(c)) != LWS(c) -> bel[c] = 0;
+		printf("c%d: t%d is lost: Extend with a TTL other than the lock's failed\n", c, ct[c])
+#endif
 	:: else -> skip
 	fi;
 	for (i : 0 .. NM-1) {
-		res[SL(ct[c], KX, i)] = 0
+		res[SL(ct[c], KXN(XK(c)), i)] = 0
 	}
 	i = 0; y = 0; n = 0;
 	cxw[c] = 0; cph[c] = P_HELD
@@ -1138,8 +1345,8 @@ inline findDecision() {
 				s2 = SL(ct[j], KF, i);
 				y = y + ((st[s2] == S_GOT && CODE(s2) == C_OK) -> 1 : 0); rr = rr + (BUSY(s2) -> 1 : 0)
 			:: cph[j] == P_EXT ->
-				s2 = SL(ct[j], KX, i);
-				y = y + (ISYES(ct[j], KX, i) -> 1 : 0); rr = rr + (BUSY(s2) -> 1 : 0)
+				s2 = SL(ct[j], KXN(XK(j)), i);
+				y = y + (ISYES(ct[j], KXN(XK(j)), i) -> 1 : 0); rr = rr + (BUSY(s2) -> 1 : 0)
 			:: cph[j] == P_REL ->
 				s2 = SL(crt[j], KRB, i);
 				y = y + (st[s2] == S_GOT -> 1 : 0); rr = rr + (BUSY(s2) -> 1 : 0);
@@ -1174,10 +1381,10 @@ inline act(c) {
 	:: cph[c] == P_EXT ->
 		d_step { countExt(c) };
 		if
-		:: y >= Q && VALID(c, cxw[c]) -> d_step { extendedOK(c) }
+		:: y >= Q && VALIDX(c) -> d_step { extendedOK(c) }
 		:: true -> d_step {
 			if
-			:: y >= Q -> endWin(c, cxw[c])
+			:: y >= Q -> ENDX(c)
 			:: else -> skip
 			fi;
 			extendedNot(c) }
@@ -1222,7 +1429,10 @@ inline tidy() {
 			if
 			:: !v && !n ->
 				rbm[j] = 0; relm[j] = 0; hom[j] = 0; tfence[j] = 0; rnd[j] = 0; tfrom[j] = 0;
-				extok = extok & ~TB(j); hov = hov & ~TB(j);
+				extok = extok & ~TXB(j); hov = hov & ~TB(j);
+#if NX > 1
+				xsh = xsh & ~TXB(j);
+#endif
 				for (i : 0 .. NM-1) {
 					tomb[i] = tomb[i] & ~TB(j)
 				}
@@ -1234,10 +1444,66 @@ inline tidy() {
 	i = 0; j = 0; s2 = 0; v = 0; n = 0
 }
 
+#if NX > 1
+/* With two TTLs, what no longer tells states apart is dropped: a short
+ * lock window that has ended is none (as WSHIFT does); then nothing refers
+ * to a short window up to weS, which can start again from 0. An extension
+ * that has decided leaves in its pair only what can still act: a request
+ * still out, or in the network, with the class it was sent with, and an
+ * unsure retake. */
+inline xnormalize() {
+	for (j : 0 .. NC-1) {
+		if
+		:: LWS(j) && lw[j] <= weS[j] -> lw[j] = 0; lws = lws & ~(1 << j)
+		:: else -> skip
+		fi;
+		weS[j] = 0
+	}
+	for (j : 1 .. NT) {
+		for (f : 0 .. NX-1) {
+			if
+			:: cph[OWNER(j)] == P_EXT && ct[OWNER(j)] == j && XK(OWNER(j)) == f -> skip
+			:: else ->
+				n = 0; v = 0;
+				for (i : 0 .. NM-1) {
+					s2 = SL(j, KXN(f), i);
+					if
+					:: st[s2] == S_GOT || st[s2] == S_NOREP -> st[s2] = S_IDLE; res[s2] = 0
+					:: else -> skip
+					fi;
+					n = n | BUSY(s2); v = v | BUSY(s2) | net[s2];
+					s2 = SL(j, KRTN(f), i);
+					if
+					:: st[s2] == S_GOT -> st[s2] = S_IDLE; res[s2] = 0
+					:: else -> skip
+					fi;
+					v = v | BUSY(s2) | net[s2]
+				};
+				if
+				:: !n -> extok = extok & ~XB(j, f)
+				:: else -> skip
+				fi;
+				if
+				:: !v -> xsh = xsh & ~XB(j, f)
+				:: else -> skip
+				fi
+			fi
+		}
+	}
+	i = 0; j = 0; f = 0; n = 0; v = 0; s2 = 0
+}
+#endif
+
 #define SHIFT(x) if :: (x) > 0 -> x = x - v :: else -> skip fi
 #define LOWER(x) if :: (x) > 0 && (x) < v -> v = x :: else -> skip fi
-#define COUNTER_SLOT(s2) (st[s2] == S_GOT && CODE(s2) == C_OK && (SKIND(s2) < MAXR || SKIND(s2) == KRT))
+#define COUNTER_SLOT(s2) (st[s2] == S_GOT && CODE(s2) == C_OK && (SKIND(s2) < MAXR || ISKRT(SKIND(s2))))
 #define WSHIFT(x) if :: (x) > f -> x = x - f :: else -> x = 0 fi
+/* a key's bounds */
+#if NX > 1
+#define KWSHIFT(i) WSHIFT(kw[i]); WSHIFT(kwS[i])
+#else
+#define KWSHIFT(i) WSHIFT(kw[i])
+#endif
 
 /* Only differences of counters, and of windows, matter: both are shifted
  * down so that states that differ only by how many grants or windows came
@@ -1283,22 +1549,43 @@ inline normalize() {
 			woff[j] = woff[j] + f;
 			wn[j] = wn[j] - f; we[j] = 0;
 			WSHIFT(caw[j]); WSHIFT(cxw[j]); WSHIFT(lw[j]);
+#if NX > 1
+			WSHIFT(weS[j]);
+#endif
 			for (i : 0 .. NM-1) {
 				if
-				:: h[i] != 0 && OWNER(h[i]) == j -> WSHIFT(kw[i])
+				:: h[i] != 0 && OWNER(h[i]) == j -> KWSHIFT(i)
 				:: else -> skip
 				fi;
 				WSHIFT(rw[i*NC + j])
 			}
 		:: else -> skip
 		fi
+#if NX > 1
+		;
+		if
+		:: lw[j] == 0 -> lws = lws & ~(1 << j)
+		:: else -> skip
+		fi
+#endif
 	}
 	for (i : 0 .. NM-1) {
 		if
 		:: h[i] == 0 -> kw[i] = 0
 		:: else -> skip
 		fi
+#if NX > 1
+		;
+		/* a short bound already passed bounds nothing */
+		if
+		:: h[i] == 0 || kwS[i] <= weS[OWNER(h[i])] -> kwS[i] = 0
+		:: else -> skip
+		fi
+#endif
 	}
+#if NX > 1
+	xnormalize();
+#endif
 	i = 0; j = 0; v = 0; f = 0
 }
 
@@ -1328,6 +1615,9 @@ inline cmpMasters(a, b) {
 	CMPF(tomb[(a)], tomb[(b)]); CMPF(quar[(a)], quar[(b)]);
 	CMPF(stale[(a)], stale[(b)]); CMPF(dis[(a)], dis[(b)]);
 	CMPF(ph[(a)], ph[(b)]);
+#if NX > 1
+	CMPF(kwS[(a)], kwS[(b)]);
+#endif
 	for (i : 0 .. NC-1) {
 		CMPF(rw[(a)*NC + i], rw[(b)*NC + i]);
 		CMPF(BIT(cyes[i], (a)), BIT(cyes[i], (b)));
@@ -1353,6 +1643,9 @@ inline swapMasters(a, b) {
 	VSWAP(tomb[(a)], tomb[(b)]); VSWAP(quar[(a)], quar[(b)]);
 	VSWAP(stale[(a)], stale[(b)]); VSWAP(dis[(a)], dis[(b)]);
 	VSWAP(ph[(a)], ph[(b)]);
+#if NX > 1
+	VSWAP(kwS[(a)], kwS[(b)]);
+#endif
 	for (i : 0 .. NC-1) {
 		VSWAP(rw[(a)*NC + i], rw[(b)*NC + i]);
 		BSWAP(cyes[i], a, b); BSWAP(clag[i], a, b)
@@ -1495,6 +1788,9 @@ inline replace(M) {
 		:: else -> printf(", counter %d\n", CN(cnt[M]))
 		fi;
 		h[M] = x; kw[M] = 0; x = 0; stale[M] = EPOCH;
+#if NX > 1
+		kwS[M] = 0;
+#endif
 		reboot(M)
 	}
 }
@@ -1516,14 +1812,22 @@ inline replace(M) {
 #define HOWAITS(s) (STOK(s) < NT && tfrom[STOK(s)+1] == STOK(s) && \
 	(st[SL(STOK(s)+1, 0, SMAS(s))] == S_DEFER || st[SL(STOK(s)+1, 1, SMAS(s))] == S_DEFER))
 #endif
+/* an extension of the held lock cannot begin before it: a retake, or the
+ * extend of the pair the next extension takes */
+#if NX == 1
+#define XWAITS(s) (SKIND(s) == KX || SKIND(s) == KRT)
+#else
+#define XWAITS(s) (ISKRT(SKIND(s)) || \
+	(ISKX(SKIND(s)) && XOF(SKIND(s)) == XI(BC(s)) && cne[BC(s)] < NE))
+#endif
 #define BLOCKING(s) ( \
 	(SKIND(s) < MAXR && cph[BC(s)] == P_ROUND && ct[BC(s)] == STOK(s) && cr[BC(s)] == SKIND(s)) || \
 	(SKIND(s) == KF && cph[BC(s)] == P_FENCE && ct[BC(s)] == STOK(s)) || \
-	(SKIND(s) == KX && cph[BC(s)] == P_EXT && ct[BC(s)] == STOK(s)) || \
+	(SKIND(s) == KXN(XK(BC(s))) && cph[BC(s)] == P_EXT && ct[BC(s)] == STOK(s)) || \
 	(SKIND(s) == KRB && cph[BC(s)] == P_REL && crt[BC(s)] == STOK(s)) || \
-	((SKIND(s) == KX || SKIND(s) == KRT) && cph[BC(s)] == P_HELD && ct[BC(s)] == STOK(s)) || \
+	(XWAITS(s) && cph[BC(s)] == P_HELD && ct[BC(s)] == STOK(s)) || \
 	(cph[BC(s)] == P_HOWAIT && ct[BC(s)] == STOK(s) && \
-		(SKIND(s) < MAXR || SKIND(s) == KRT || (SKIND(s) == KX && (extok & TB(STOK(s)))))) || \
+		(SKIND(s) < MAXR || ISKRT(SKIND(s)) || (ISKX(SKIND(s)) && (extok & XB(STOK(s), XOF(SKIND(s))))))) || \
 	st[SL(STOK(s), KRB, SMAS(s))] == S_DEFER || \
 	HOWAITS(s))
 #define SEL_DELIVER(P) :: dq[P] != 0 -> ev = EV_DELIVER; ea = DQS(P)
@@ -1539,12 +1843,30 @@ inline replace(M) {
 #define SEL_START(C)   :: cph[C] == P_IDLE && ck[C] < NKC(C) -> ev = EV_START; ea = C
 #define SEL_HEAR(C)    :: cph[C] == P_HEAR -> ev = EV_HEAR; ea = C
 #define SEL_EXTEND(C)  :: ((EXTEND >> C) & 1) && cph[C] == P_HELD && bel[C] && cne[C] < NE && XIDLE(C) -> ev = EV_EXTEND; ea = C
+#if NX > 1
+#define SEL_EXTENDS(C) :: ((EXTEND >> C) & 1) && ((SHORT >> C) & 1) && cph[C] == P_HELD && bel[C] && cne[C] < NE && XIDLE(C) -> \
+	ev = EV_EXTENDS; ea = C
+#else
+#define SEL_EXTENDS(C)
+#endif
 #define SEL_RELEASE(C) :: cph[C] == P_HELD -> ev = EV_RELEASE; ea = C
-#define SEL_HANDOVER(C) :: ((HANDOVER >> C) & 1) && cph[C] == P_HELD && bel[C] && VALID(C, lw[C]) && ck[C] < NKC(C) -> \
+#define SEL_HANDOVER(C) :: ((HANDOVER >> C) & 1) && cph[C] == P_HELD && bel[C] && VALIDLW(C) && ck[C] < NKC(C) -> \
 	ev = EV_HANDOVER; ea = C
 #define SEL_DROPLOCK(C) :: cph[C] == P_HELD -> ev = EV_DROPLOCK; ea = C
 
+#if NX > 1
+/* The next extension's pair is free, and none of the token's retakes is
+ * out (an extension waits for them, as for the rest of the trail). */
+#define XPFREE(t,k,m) (!BUSY(SL(t,k,m)) && !net[SL(t,k,m)])
+#define XMIDLE(t,i,m) (XPFREE(t,KXN(i),m) && XPFREE(t,KRTN(i),m) && \
+	!BUSY(SL(t,KRTN(0),m)) && !BUSY(SL(t,KRTN(1),m)))
 #if NM == 3
+#define XIDLE(C) (XMIDLE(ct[C],XI(C),0) && XMIDLE(ct[C],XI(C),1) && XMIDLE(ct[C],XI(C),2))
+#else
+#define XIDLE(C) (XMIDLE(ct[C],XI(C),0) && XMIDLE(ct[C],XI(C),1) && XMIDLE(ct[C],XI(C),2) && \
+	XMIDLE(ct[C],XI(C),3) && XMIDLE(ct[C],XI(C),4))
+#endif
+#elif NM == 3
 #define XIDLE(C) (!BUSY(SL(ct[C],KX,0)) && !BUSY(SL(ct[C],KX,1)) && !BUSY(SL(ct[C],KX,2)) && \
 	!BUSY(SL(ct[C],KRT,0)) && !BUSY(SL(ct[C],KRT,1)) && !BUSY(SL(ct[C],KRT,2)))
 #else
@@ -1557,14 +1879,14 @@ inline replace(M) {
 /* Names the request of slot s, for the trail. */
 inline sayReq(s) {
 	if
-	:: SKIND(s) < MAXR -> printf("acquire (round %d)", SKIND(s) + 1)
-	:: SKIND(s) == KF -> printf("fence raise")
-	:: SKIND(s) == KRB && (val[s] == M_RB || val[s] == M_RBOLD) -> printf("roll-back")
-	:: SKIND(s) == KRB && !(val[s] == M_RB || val[s] == M_RBOLD) -> printf("release")
-	:: SKIND(s) == KX -> printf("extend")
-	:: SKIND(s) == KRT -> printf("retake")
+	:: SKIND(s) < MAXR -> printf("acquire (round %d) of t%d", SKIND(s) + 1, STOK(s))
+	:: SKIND(s) == KF -> printf("fence raise of t%d", STOK(s))
+	:: SKIND(s) == KRB && (val[s] == M_RB || val[s] == M_RBOLD) -> printf("roll-back of t%d", STOK(s))
+	:: SKIND(s) == KRB && !(val[s] == M_RB || val[s] == M_RBOLD) -> printf("release of t%d", STOK(s))
+	:: ISKX(SKIND(s)) -> SAYXOF(STOK(s), SKIND(s))
+	:: ISKRT(SKIND(s)) -> SAYRTOF(STOK(s), SKIND(s))
 	fi;
-	printf(" of t%d to m%d", STOK(s), MN(SMAS(s)))
+	printf(" to m%d", MN(SMAS(s)))
 }
 
 /* The event ev with argument ea happens. */
@@ -1601,7 +1923,10 @@ inline happen() {
 		printf("m%d: loses the key of t%d unseen (evicted)\n", MN(ea), h[ea]); SETH(ea, 0) }
 	:: ev == EV_START -> d_step { co[ea] = 0; start(ea) }
 	:: ev == EV_HEAR -> hear(ea)
-	:: ev == EV_EXTEND -> d_step { extendStart(ea) }
+	:: ev == EV_EXTEND -> d_step { extendStart(ea, 0) }
+#if NX > 1
+	:: ev == EV_EXTENDS -> d_step { extendStart(ea, 1) }
+#endif
 	:: ev == EV_RELEASE -> d_step {
 		bel[ea] = 0; lw[ea] = 0; release(ea, ct[ea]); ct[ea] = 0 }
 	:: ev == EV_HANDOVER -> d_step {
@@ -1613,7 +1938,7 @@ inline happen() {
 		fi }
 	:: ev == EV_DROPLOCK -> d_step {
 		printf("c%d: t%d is dropped without a release\n", ea, ct[ea]);
-		endWin(ea, lw[ea]); tfin = tfin | TB(ct[ea]);
+		ENDLW(ea); tfin = tfin | TB(ct[ea]);
 		bel[ea] = 0; lw[ea] = 0; cph[ea] = P_IDLE; ct[ea] = 0 }
 	fi
 }
@@ -1642,6 +1967,7 @@ end:
 		FORC(SEL_START)
 		FORC(SEL_HEAR)
 		FORC(SEL_EXTEND)
+		FORC(SEL_EXTENDS)
 		FORC(SEL_RELEASE)
 		FORC(SEL_HANDOVER)
 		FORC(SEL_DROPLOCK)
