@@ -54,6 +54,8 @@ S_CONTEND="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=2 -DMAXR=2 -DDELAYS=1"
 S_ONE="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1"
 S_HANDOFF="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1"
 S_ONE2="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=1 -DNX=2"
+S_HANDOFF2="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=1 -DMAXR=1 -DDELAYS=1 -DNX=2"
+S_DEEPTTL="quorumlock.pml -DNM=3 -DNC=2 -DNK0=1 -DNK1=1 -DMAXR=1 -DDELAYS=2 -DNX=2"
 S_DEEP3="quorumlock.pml -DNM=3 -DNC=2 -DNK0=2 -DNK1=2 -DMAXR=2 -DDELAYS=2"
 S_DEEP5="quorumlock.pml -DNM=5 -DNC=3 -DNK0=2 -DNK1=1 -DNK2=1 -DMAXR=2 -DDELAYS=2"
 S_QUEUE="queue.pml -DNM=3 -DNW=3"
@@ -88,6 +90,9 @@ HANDOFFQ="$S_HANDOFF|EXTEND=0 NE=0 HANDOVER=1 NRS=0 NDIS=0 QUEUE=1"
 # retake stands for a second request held back (DELAYS=2 is too large to
 # search exhaustively).
 SHORTX="$S_ONE2|EXTEND=1 NE=2 SHORT=1 HANDOVER=0 NRS=0 NDIS=0 QUEUE=1"
+SHORTRESTART="$S_ONE2|EXTEND=1 NE=1 SHORT=1 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
+SHORTHANDOFF="$S_HANDOFF2|EXTEND=1 NE=1 SHORT=1 HANDOVER=1 NRS=0 NDIS=0"
+DEEPTTL="$S_DEEPTTL|EXTEND=1 NE=2 SHORT=1 HANDOVER=0 NRS=1 RESTARTS=3 NDIS=0"
 # The queue's: waiters, the partition (0 none, 1 any, 2 a waiter reaches
 # every master or one), masters that abstain, and the rounds within which
 # some waiter must hold the key (0: no bound; a search for a cycle).
@@ -167,6 +172,9 @@ runs_deep=(
 	"deep-n5-3-clients|bounded|$DEEP5||31|no violation"
 	"restart-queue|check|$RESTARTQ||31|no violation"
 	"handoff-queue|check|$HANDOFFQ||31|no violation"
+	"restart-shorter-ttl|check|$SHORTRESTART||31|no violation"
+	"handoff-shorter-ttl|check|$SHORTHANDOFF||31|no violation"
+	"deep-two-ttls|bounded|$DEEPTTL||31|no violation"
 	"queue-every-partition|check|$QEVERY||96|no violation"
 	"semaphore-n4|check|$SEM4||128|no violation"
 	"semaphore-n5-one-attempt|check|$SEM5||128|no violation"
