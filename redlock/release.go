@@ -181,7 +181,9 @@ func (l *Lock) released(i int, r request, out scripts.Released, err error, timeo
 	c := l.c
 	if err != nil {
 		// The delete may not have landed: the client keeps trying in the
-		// background, while the key can still be there.
+		// background, while the key can still be there. r is copied here,
+		// so that only this branch moves it to the heap.
+		r := r
 		c.spawn(func() { c.redelete(i, r, err, timeout, c.o.clock.Now().Add(l.req.ttl)) })
 		return scripts.NotHeld, fanout.No, c.nodeErr(i, err)
 	}

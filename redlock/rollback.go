@@ -30,7 +30,8 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 	if len(targets) == 0 {
 		return
 	}
-	req.rollback = true
+	rb := req // a copy: only a roll-back that runs moves it to the heap
+	rb.rollback = true
 	awaited := make([]bool, len(c.nodes))
 	waits := 0
 	for _, i := range targets {
@@ -49,7 +50,7 @@ func (c *Client) rollback(req request, rounds []round, timeout time.Duration, un
 				finished <- i
 				return
 			}
-			c.rollbackOn(i, req, timeout, until, finished)
+			c.rollbackOn(i, rb, timeout, until, finished)
 		})
 	}
 	if waits == 0 {
