@@ -85,17 +85,35 @@ func TestTryLockAll_RaisesLaggingMasters_ForEveryKey(t *testing.T) {
 	c, fakes, _ := newFakeClient(t, make([]behaviour, 5), WithRestartGuard(0))
 	ctx := context.Background()
 	fakes[0].floor, fakes[1].floor = 1<<50, 1<<50 // ahead: the others lag
+	for _, f := range fakes[2:] {
+		f.answerAfter = fakes[:2] // the quorum holds both masters ahead, and a laggard
+	}
 	l, err := c.TryLockAll(ctx, []string{"a", "b"}, time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1<<50+1), l.Fence())
-	raised := 0
-	for _, f := range fakes[2:] {
-		if len(f.callsOf("fence")) > 0 {
-			raised++
-			assert.Equal(t, l.Fence(), f.floor)
+	// TryLockAll returns once the quorum needs no more raises; the others
+	// land after it. A master's floor is read with none of its calls under
+	// way, so a raise it has logged has also set the floor.
+	var floors []int64 // of the lagging masters that were raised
+	require.Eventually(t, func() bool {
+		floors = floors[:0]
+		for _, f := range fakes[2:] {
+			f.mu.Lock()
+			busy, raised, floor := f.busy, len(f.callsOfLocked("fence")) > 0, f.floor
+			f.mu.Unlock()
+			if busy > 0 {
+				return false
+			}
+			if raised {
+				floors = append(floors, floor)
+			}
 		}
+		return true
+	}, time.Second, time.Millisecond, "the raises under way end")
+	assert.NotEmpty(t, floors, "a quorum at the fence needs a lagging master raised")
+	for _, floor := range floors {
+		assert.Equal(t, l.Fence(), floor)
 	}
-	assert.GreaterOrEqual(t, raised, 1, "a quorum at the fence needs a lagging master raised")
 	require.NoError(t, l.Release(ctx))
 	for _, k := range []string{"a", "b"} {
 		m, err := c.TryLock(ctx, k, time.Second)
