@@ -18,10 +18,15 @@ import (
 
 // answered hands what a call learned of the master to its servers, and
 // returns the call's reply.
-// started is the node's read count when the call went out (see
-// servers.reads).
-func (m *master) answered(call driver.Call, rep driver.Reply, err error, started uint64) (any, error) {
+func (m *master) answered(call driver.Call, rep driver.Reply, err error, started callStart) (any, error) {
 	return rep.Value, m.servers.answered(call.Keys[0], rep, err, m.drv.Sharded(), started)
+}
+
+// callStart is when a call went out, which orders what its reply says of
+// the master among what other calls' replies said.
+type callStart struct {
+	reads uint64 // the node's read count (see servers.reads)
+	at    int64  // the time, in UnixNano on the client's clock (see server.answeredAt)
 }
 
 func (m *master) health(key string) health { return m.servers.healthOf(m.names.Lock(key)) }
@@ -85,7 +90,7 @@ func (ss *servers) of(name string) *server {
 // answered takes what one call to the node learned, and returns err as the
 // lock judges it: on a Redis Cluster node, a redirection is the cluster
 // changing. key is the call's first key, the lock key with its namespace.
-func (ss *servers) answered(key string, rep driver.Reply, err error, sharded bool, started uint64) error {
+func (ss *servers) answered(key string, rep driver.Reply, err error, sharded bool, started callStart) error {
 	if ss.guarded() && rep.Server != "" {
 		ss.mu.Lock()
 		ss.at[slot.Of(key)] = rep.Server
@@ -168,7 +173,13 @@ type guardNotes struct {
 // a lost connection (the master may have restarted), a READONLY reply (it
 // may have become a replica, or a replica may have been promoted), and how
 // the call went.
-func (s *server) answered(rep driver.Reply, err error, started uint64) {
+//
+// A call that got no reply says the master answered nothing since it went
+// out. Where another call got an answer after that, the master did answer:
+// the timeout is older news (a call sent while the master was paused, whose
+// deadline passes just after it resumed), and it changes neither the
+// master's condition nor its silence.
+func (s *server) answered(rep driver.Reply, err error, started callStart) {
 	if s.window != nil {
 		if rep.Lost {
 			s.recheck.Store(true)
@@ -177,11 +188,14 @@ func (s *server) answered(rep driver.Reply, err error, started uint64) {
 			s.mu.Unlock()
 		}
 		if rep.Answers != nil {
-			s.observe(info.RepliesOf(rep.Answers), started)
+			s.observe(info.RepliesOf(rep.Answers), started.reads)
 		}
 		if err != nil && code(err) == "READONLY" {
 			s.recheck.Store(true)
 		}
+	}
+	if err != nil && timedOut(err) && started.at < s.answeredAt.Load() {
+		return
 	}
 	s.cond.note(err)
 	switch {

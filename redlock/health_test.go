@@ -164,10 +164,44 @@ func TestSilence(t *testing.T) {
 			s := newTestServer(clk, &logs{}, time.Minute)
 			clk.Advance(time.Second) // made long ago: that counts as an answer
 			for _, err := range tt.calls {
-				s.answered(driver.Reply{}, err, 0)
+				s.answered(driver.Reply{}, err, callStart{at: clk.Now().UnixNano()})
 			}
 			clk.Advance(tt.after)
 			assert.Equal(t, tt.silent, s.silent(100*time.Millisecond))
+		})
+	}
+}
+
+// A call's timeout is news of the master only where no call got an answer
+// since it went out: a late one changes neither the master's condition nor
+// its silence.
+func TestServer_TimeoutOlderThanAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		late   bool // the call went out before another's answer came in
+		silent bool
+		kind   string // the master's condition after it
+	}{
+		{"the call went out after the last answer", false, true, "no reply"},
+		{"the call went out before the last answer", true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_000_000, 0))
+			s := newTestServer(clk, &logs{}, time.Minute)
+			clk.Advance(time.Second)
+			sent := callStart{at: clk.Now().UnixNano()}
+			clk.Advance(10 * time.Millisecond)
+			s.answered(driver.Reply{}, nil, callStart{at: clk.Now().UnixNano()})
+			clk.Advance(10 * time.Millisecond)
+			if !tc.late {
+				sent = callStart{at: clk.Now().UnixNano()}
+			}
+			s.answered(driver.Reply{}, context.DeadlineExceeded, sent)
+			clk.Advance(time.Second)
+			assert.Equal(t, tc.silent, s.silent(100*time.Millisecond))
+			s.cond.mu.Lock()
+			defer s.cond.mu.Unlock()
+			assert.Equal(t, tc.kind, s.cond.kind)
 		})
 	}
 }
@@ -199,8 +233,8 @@ func TestServers_GuardPerShard(t *testing.T) {
 	require.NotEqual(t, slot.Of(a), slot.Of(b))
 
 	assert.Equal(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a standalone master before its first answer: asked on the call itself")
-	gs.answered(a, driver.Reply{Server: "10.0.0.1:7000"}, nil, true, 0)
-	gs.answered(b, driver.Reply{Server: "10.0.0.2:7000"}, nil, true, 0)
+	gs.answered(a, driver.Reply{Server: "10.0.0.1:7000"}, nil, true, callStart{})
+	gs.answered(b, driver.Reply{Server: "10.0.0.2:7000"}, nil, true, callStart{})
 	assert.NotEqual(t, "", gs.healthOf(a).distrust(now(), time.Minute), "a shard never read does not vote")
 	gs.of("10.0.0.1:7000").observe(plainMaster("r1", 3600).reading(), 1)
 	gs.of("10.0.0.2:7000").observe(plainMaster("r2", 3600).reading(), 1)
@@ -213,7 +247,7 @@ func TestServers_GuardPerShard(t *testing.T) {
 	assert.Equal(t, "", gs.healthOf(b).distrust(now(), time.Minute))
 
 	// Key b's slot fails over to a server not read yet: no vote until read.
-	gs.answered(b, driver.Reply{Server: "10.0.0.3:7000"}, nil, true, 0)
+	gs.answered(b, driver.Reply{Server: "10.0.0.3:7000"}, nil, true, callStart{})
 	assert.NotEqual(t, "", gs.healthOf(b).distrust(now(), time.Minute))
 	assert.NotEqual(t, "", gs.healthOf("app:{c}k").distrust(now(), time.Minute), "a slot no shard answered for yet")
 }
@@ -567,14 +601,14 @@ func TestGuard_Unreadable_WarnsAgainAfterADropWhenTrusted(t *testing.T) {
 			g.observe(rd, 1)
 			g.observe(rd, 2)
 			assert.Len(t, l.warnings("m"), 1)
-			g.answered(driver.Reply{Lost: true}, nil, 0)
+			g.answered(driver.Reply{Lost: true}, nil, callStart{})
 			g.observe(rd, 3)
 			warned := 1
 			if trust {
 				warned = 2
 			}
 			assert.Len(t, l.warnings("m"), warned, "warned again after the connection was lost only when trusted")
-			g.answered(driver.Reply{Lost: true}, nil, 0)
+			g.answered(driver.Reply{Lost: true}, nil, callStart{})
 			g.observe(rd, 4)
 			if trust {
 				warned = 3
@@ -729,7 +763,7 @@ func TestGuard_PlainCheckSharedUntilItsStateChanges(t *testing.T) {
 	c2 := m.check("", "a")
 	assert.NotSame(t, c1, c2, "a new health read")
 	assert.Same(t, c2, m.check("", "b"))
-	g.answered(driver.Reply{}, driver.Error("READONLY You can't write against a read only replica."), 0)
+	g.answered(driver.Reply{}, driver.Error("READONLY You can't write against a read only replica."), callStart{})
 	assert.True(t, m.check("", "a").Always, "asked again")
 
 	sharded := &master{servers: m.servers, names: scripts.Names{PerSlot: true}}

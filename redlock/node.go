@@ -131,14 +131,12 @@ type taker[T any] interface {
 // answered, decoded, to its taker (see start). Its caller keeps it, in a
 // fan-out's parts, so that a call costs no allocation of its own.
 type pending[T any] struct {
-	to     taker[T]
-	m      *master
-	call   driver.Call
-	decode func(any) (T, error)
-	cancel context.CancelFunc // ends the real-clock deadline start gave the driver
-	// started is the node's read count when the call went out (see
-	// servers.reads).
-	started uint64
+	to      taker[T]
+	m       *master
+	call    driver.Call
+	decode  func(any) (T, error)
+	cancel  context.CancelFunc // ends the real-clock deadline start gave the driver
+	started callStart
 }
 
 // Returned takes the driver's reply.
@@ -368,7 +366,8 @@ func start[T any](ctx context.Context, m *master, call driver.Call, p *pending[T
 		return
 	}
 	rctx, cancel := m.realDeadline(ctx)
-	p.m, p.call, p.cancel, p.started = m, m.checked(call), cancel, m.servers.reads.Load()
+	p.m, p.call, p.cancel = m, m.checked(call), cancel
+	p.started = callStart{reads: m.servers.reads.Load(), at: m.clock.Now().UnixNano()}
 	m.drv.Start(rctx, p.call, p)
 }
 
