@@ -62,7 +62,11 @@ func stoppedMasterDials(t *testing.T, newDriver New) {
 		})
 		return locks.Load()
 	}
-	require.Positive(t, busy(300*time.Millisecond), "the waiters are subscribed")
+	// The waiters subscribe on their first waits; a loaded machine may take
+	// more than one round to get there.
+	for round := 0; busy(300*time.Millisecond) == 0; round++ {
+		require.Less(t, round, 10, "no lock in 3 s: the waiters are not subscribed")
+	}
 	dials, stop := stopUnanswering(t, srv[0], "normal", "pubsub")
 	locks := busy(stopped)
 	stop()
