@@ -52,14 +52,19 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-// client returns a client over addrs observed by the rig.
+// client returns a client over addrs observed by the rig, with a node
+// timeout a loaded machine meets: a healthy master too slow for the
+// default would add changes of state to what the tests count.
 func (r *rig) client(t *testing.T, addrs []string, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.NewFromAddrs(addrs, append([]redlock.Option{redlock.WithLogger(quiet()), redlock.WithObserver(r.obs)}, opts...)...)
+	c, err := redlock.NewFromAddrs(addrs, append([]redlock.Option{redlock.WithLogger(quiet()), redlock.WithObserver(r.obs), redlock.WithNodeTimeout(loadedNodeTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// loadedNodeTimeout is the tests' node timeout: one a loaded machine meets.
+const loadedNodeTimeout = 500 * time.Millisecond
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
