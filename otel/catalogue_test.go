@@ -104,7 +104,7 @@ func TestRegistry_ScrapesAsTheOTelExporter(t *testing.T) {
 	defer hs.Close()
 
 	c, err := redlock.NewFromAddrs(redistest.Addrs(srv), redlock.WithObserver(tee{obs, reg}),
-		redlock.WithRestartGuard(0), redlock.WithLogger(quiet()), redlock.WithNodeTimeout(loadedNodeTimeout), redlock.WithRetry(redlock.ConstantBackoff(time.Minute)), redlock.WithQueueLease(time.Hour))
+		redlock.WithRestartGuard(0), redlock.WithLogger(quiet()), redlock.WithRetry(redlock.ConstantBackoff(time.Minute)), redlock.WithQueueLease(time.Hour))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

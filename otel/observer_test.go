@@ -52,19 +52,14 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-// client returns a client over addrs observed by the rig, with a node
-// timeout a loaded machine meets: a healthy master too slow for the
-// default would add changes of state to what the tests count.
+// client returns a client over addrs observed by the rig.
 func (r *rig) client(t *testing.T, addrs []string, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.NewFromAddrs(addrs, append([]redlock.Option{redlock.WithLogger(quiet()), redlock.WithObserver(r.obs), redlock.WithNodeTimeout(loadedNodeTimeout)}, opts...)...)
+	c, err := redlock.NewFromAddrs(addrs, append([]redlock.Option{redlock.WithLogger(quiet()), redlock.WithObserver(r.obs)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-// loadedNodeTimeout is the tests' node timeout: one a loaded machine meets.
-const loadedNodeTimeout = 500 * time.Millisecond
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -52,7 +52,7 @@ func TestPrometheus_ScrapeHasTheLocksSeries(t *testing.T) {
 	srv := redistest.Start(t, 3, redistest.Ephemeral)
 	addrs := redistest.Addrs(srv)
 	obs, url := servePrometheus(t)
-	c, err := redlock.NewFromAddrs(addrs, redlock.WithObserver(obs), redlock.WithRestartGuard(0), redlock.WithLogger(quiet()), redlock.WithNodeTimeout(loadedNodeTimeout))
+	c, err := redlock.NewFromAddrs(addrs, redlock.WithObserver(obs), redlock.WithRestartGuard(0), redlock.WithLogger(quiet()))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func TestPrometheus_DocsListEveryInstrument(t *testing.T) {
 
 	srv := redistest.Start(t, 3, redistest.Ephemeral)
 	obs, url := servePrometheus(t)
-	c, err := redlock.NewFromAddrs(redistest.Addrs(srv), redlock.WithObserver(obs), redlock.WithRestartGuard(0), redlock.WithLogger(quiet()), redlock.WithNodeTimeout(loadedNodeTimeout))
+	c, err := redlock.NewFromAddrs(redistest.Addrs(srv), redlock.WithObserver(obs), redlock.WithRestartGuard(0), redlock.WithLogger(quiet()))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()

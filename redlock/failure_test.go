@@ -108,11 +108,11 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			var err error
 			for i := range 4 {
 				_, err = c.TryLock(ctx, "k", 5*time.Second)
-				require.Regexp(t, `: 3 of 5 masters gave no reply within 50ms$`, err.Error(), "round %d", i)
+				require.Regexp(t, `: 3 of 5 masters gave no reply within 500ms$`, err.Error(), "round %d", i)
 			}
 			return err
 		},
-		want:   `redlock: not obtained: 3 of 5 masters gave no reply within 50ms`,
+		want:   `redlock: not obtained: 3 of 5 masters gave no reply within 500ms`,
 		op:     OpTryLock,
 		counts: map[Answer]int{MasterNoReply: 3, MasterAgreed: 2},
 		is:     []error{ErrNotObtained},
@@ -138,7 +138,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			_, err = client(t, srv).TryLock(ctx, "k", 5*time.Second)
 			return err
 		},
-		want:   `redlock: not obtained: 1 of 3 masters granted, 2 needed: 1 held by another client, 1 gave no reply within 50ms`,
+		want:   `redlock: not obtained: 1 of 3 masters granted, 2 needed: 1 held by another client, 1 gave no reply within 500ms`,
 		op:     OpTryLock,
 		counts: map[Answer]int{MasterAgreed: 1, MasterHeld: 1, MasterNoReply: 1},
 		is:     []error{ErrNotObtained, ErrHeld},
@@ -233,7 +233,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			}
 			return l.Extend(ctx, 5*time.Second)
 		},
-		want:   `redlock: lock lost: 1 of 3 masters extended it, 2 needed: 2 gave no reply within 50ms`,
+		want:   `redlock: lock lost: 1 of 3 masters extended it, 2 needed: 2 gave no reply within 500ms`,
 		op:     OpExtend,
 		counts: map[Answer]int{MasterAgreed: 1, MasterNoReply: 2},
 		is:     []error{ErrLockLost},
@@ -267,7 +267,7 @@ func TestIntegration_ErrorMessages(t *testing.T) {
 			}
 			return err
 		},
-		want:   `redlock: not released: 1 of 3 masters answered, 2 needed: 2 gave no reply within 50ms; the lock is as it was`,
+		want:   `redlock: not released: 1 of 3 masters answered, 2 needed: 2 gave no reply within 500ms; the lock is as it was`,
 		op:     OpRelease,
 		counts: map[Answer]int{MasterAgreed: 1, MasterNoReply: 2},
 	}, {

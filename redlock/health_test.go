@@ -386,7 +386,7 @@ func TestIntegration_Guard_ALateReadOfTheOldProcessNeverLetsItVote(t *testing.T)
 	held := &heldMaster{release: make(chan struct{})}
 	ms := drivers(t, srv)
 	held.Master, ms[0] = ms[0], held
-	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithCloseDrivers())()...)
+	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithNodeTimeout(suiteNodeTimeout), WithCloseDrivers())()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	released := sync.OnceFunc(func() { close(held.release) })
@@ -395,7 +395,7 @@ func TestIntegration_Guard_ALateReadOfTheOldProcessNeverLetsItVote(t *testing.T)
 	defer cancel()
 	lockOn := func(key string) []int {
 		t.Helper()
-		l, err := c.TryLock(ctx, key, time.Second)
+		l, err := c.TryLock(ctx, key, 5*time.Second) // the node timeout is at most a tenth of it
 		require.NoError(t, err)
 		defer l.Release(ctx)
 		return l.Granted()

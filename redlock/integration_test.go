@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// suiteNodeTimeout is the suite's clients' node timeout.
+const suiteNodeTimeout = 500 * time.Millisecond
+
 // masters starts n real redis-server processes.
 func masters(t *testing.T, n int) []*redistest.Server {
 	t.Helper()
@@ -36,10 +39,13 @@ func mastersWith(t *testing.T, n int, p redistest.Persistence) []*redistest.Serv
 }
 
 // client returns a client over the servers. The restart guard is off unless
-// the options turn it on: these servers have only just started.
+// the options turn it on: these servers have only just started. The node
+// timeout is one a loaded machine meets (never more than a tenth of the
+// TTL), unless the options ask for another: a test of the timeout itself
+// passes it.
 func client(t *testing.T, srv []*redistest.Server, opts ...Option) *Client {
 	t.Helper()
-	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))(opts...)...)
+	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(suiteNodeTimeout))(opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -179,7 +185,7 @@ func TestIntegration_TwoPaused_StillLocksWellWithinASecond(t *testing.T) {
 
 func TestIntegration_ThreePaused_FailsWithinAFewNodeTimeouts(t *testing.T) {
 	srv := masters(t, 5)
-	c := client(t, srv)
+	c := client(t, srv, WithNodeTimeout(DefaultNodeTimeout))
 	require.NoError(t, srv[0].Pause())
 	require.NoError(t, srv[1].Pause())
 	require.NoError(t, srv[2].Pause())
@@ -256,7 +262,7 @@ func TestIntegration_ExtendAndReleaseTwice(t *testing.T) {
 	srv := masters(t, 5)
 	c := client(t, srv)
 	ctx := context.Background()
-	l, err := c.TryLock(ctx, "k", time.Second)
+	l, err := c.TryLock(ctx, "k", 5*time.Second) // the node timeout is at most a tenth of it
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(ctx, 20*time.Second))
 	assert.Greater(t, l.Validity(), 19*time.Second)
