@@ -54,7 +54,7 @@ func TestIntegration_ACL_PermanentErrorsEndLockAtOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("guard %v", guard), func(t *testing.T) {
 			_, urls := aclMasters(t, 3, "~app:*", "&app:*", "+@all", "-@dangerous")
 			log := &records{}
-			c, err := NewFromAddrs(urls, WithRestartGuard(guard), WithLogger(slog.New(log)))
+			c, err := NewFromAddrs(urls, WithRestartGuard(guard), WithNodeTimeout(suiteNodeTimeout), WithLogger(slog.New(log)))
 			require.NoError(t, err)
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -109,7 +109,7 @@ func TestIntegration_ACL_PermanentErrorsEndLockAtOnce(t *testing.T) {
 // NOAUTH, not a protocol error, and Lock ends at once.
 func TestIntegration_NoPassword_IsNOAUTH(t *testing.T) {
 	srv := redistest.Start(t, 3, redistest.Ephemeral, "--requirepass", "secret")
-	c, err := NewFromAddrs(redistest.Addrs(srv), WithLogger(quiet()))
+	c, err := NewFromAddrs(redistest.Addrs(srv), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -125,7 +125,7 @@ func TestIntegration_NoPassword_IsNOAUTH(t *testing.T) {
 // deletion happened, and a failed announcement cannot turn it into an error.
 func TestIntegration_ACL_PublishDenied_ReleaseStillReleases(t *testing.T) {
 	srv, urls := aclMasters(t, 3, "~*", "resetchannels", "+@all")
-	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithLogger(quiet()))
+	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()))
 	require.NoError(t, err)
 	defer c.Close()
 	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
@@ -148,10 +148,10 @@ func TestIntegration_ACL_PublishDenied_ReleaseStillReleases(t *testing.T) {
 func TestIntegration_ACL_SubscribeDenied_BacksOff(t *testing.T) {
 	srv, urls := aclMasters(t, 3, "~*", "resetchannels", "+@all")
 	log := &records{}
-	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithLogger(slog.New(log)))
+	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(slog.New(log)))
 	require.NoError(t, err)
 	defer c.Close()
-	holder, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithLogger(quiet()))
+	holder, err := NewFromAddrs(redistest.Addrs(srv), WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()))
 	require.NoError(t, err)
 	defer holder.Close()
 	l, err := holder.TryLock(context.Background(), "k", 1500*time.Millisecond)
@@ -177,7 +177,7 @@ func TestIntegration_ACL_SubscribeDenied_BacksOff(t *testing.T) {
 // so one pair of ACL patterns grants them all.
 func TestIntegration_Namespace_OneACLRuleCoversEverything(t *testing.T) {
 	srv, urls := aclMasters(t, 3, "~app:lock:*", "&app:lock:*", "+@all")
-	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithLogger(quiet()), WithNamespace("app:lock:"))
+	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()), WithNamespace("app:lock:"))
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()

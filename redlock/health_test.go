@@ -386,7 +386,7 @@ func TestIntegration_Guard_ALateReadOfTheOldProcessNeverLetsItVote(t *testing.T)
 	held := &heldMaster{release: make(chan struct{})}
 	ms := drivers(t, srv)
 	held.Master, ms[0] = ms[0], held
-	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithNodeTimeout(suiteNodeTimeout), WithCloseDrivers())()...)
+	c, err := New(ms, suite(WithRestartGuard(window), WithLogger(quiet()), WithCloseDrivers())()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	released := sync.OnceFunc(func() { close(held.release) })

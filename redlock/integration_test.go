@@ -22,9 +22,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// suiteNodeTimeout is the suite's clients' node timeout.
-const suiteNodeTimeout = 500 * time.Millisecond
-
 // masters starts n real redis-server processes.
 func masters(t *testing.T, n int) []*redistest.Server {
 	t.Helper()
@@ -39,13 +36,10 @@ func mastersWith(t *testing.T, n int, p redistest.Persistence) []*redistest.Serv
 }
 
 // client returns a client over the servers. The restart guard is off unless
-// the options turn it on: these servers have only just started. The node
-// timeout is one a loaded machine meets (never more than a tenth of the
-// TTL), unless the options ask for another: a test of the timeout itself
-// passes it.
+// the options turn it on: these servers have only just started.
 func client(t *testing.T, srv []*redistest.Server, opts ...Option) *Client {
 	t.Helper()
-	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(suiteNodeTimeout))(opts...)...)
+	c, err := NewFromAddrs(urls(srv), suite(WithRestartGuard(0), WithLogger(quiet()))(opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -369,7 +369,7 @@ func TestObserver_MasterDownSilentUp(t *testing.T) {
 func TestObserver_Misconfigured(t *testing.T) {
 	_, urls := aclMasters(t, 3, "~app:*", "&app:*", "+@all", "-@dangerous")
 	rec := &recorder{}
-	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithLogger(quiet()), WithObserver(rec))
+	c, err := NewFromAddrs(urls, WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()), WithObserver(rec))
 	require.NoError(t, err)
 	defer c.Close()
 	for range 2 {
@@ -571,7 +571,7 @@ func TestObserver_Degraded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, urls := aclMasters(t, 3, tc.rules...)
 			rec := &recorder{}
-			c, err := NewFromAddrs(urls, append([]Option{WithRestartGuard(0), WithLogger(quiet()), WithObserver(rec)}, tc.opts...)...)
+			c, err := NewFromAddrs(urls, append([]Option{WithRestartGuard(0), WithNodeTimeout(suiteNodeTimeout), WithLogger(quiet()), WithObserver(rec)}, tc.opts...)...)
 			require.NoError(t, err)
 			defer c.Close()
 			for i := range 3 {
