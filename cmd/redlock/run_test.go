@@ -282,7 +282,9 @@ func TestRun_ExitsWithNothingLeftOnAnyMaster(t *testing.T) {
 		conn.Close()
 		require.NoError(t, err)
 		paused := time.Now()
-		r := bin.run(t, nil, "run", "--nodes", nodes, "--restart-guard", "0", "--key", key, "--", "true")
+		// --wait: a loaded machine may time out every master of a first
+		// attempt, the slow one's 150ms pause aside; Lock tries again.
+		r := bin.run(t, nil, "run", "--nodes", nodes, "--restart-guard", "0", "--key", key, "--wait", "5s", "--", "true")
 		require.Equal(t, 0, r.code, "%v", r)
 		time.Sleep(time.Until(paused.Add(250 * time.Millisecond))) // the pause is over: what was sent has run
 		for _, s := range servers {
