@@ -360,14 +360,15 @@ func asIs(v any) (any, error) { return v, nil }
 // connection as checked once Returned has returned with the guard's
 // answers (see driver.Master.Start).
 func start[T any](ctx context.Context, m *master, call driver.Call, p *pending[T]) {
-	if _, err := remaining(ctx, m.clock); err != nil {
+	now := m.clock.Now()
+	if _, err := remainingAt(ctx, now); err != nil {
 		var zero T
 		p.to.take(zero, err)
 		return
 	}
 	rctx, cancel := m.realDeadline(ctx)
 	p.m, p.call, p.cancel = m, m.checked(call), cancel
-	p.started = callStart{reads: m.servers.reads.Load(), at: m.clock.Now().UnixNano()}
+	p.started = callStart{reads: m.servers.reads.Load(), at: now.UnixNano()}
 	m.drv.Start(rctx, p.call, p)
 }
 
@@ -404,11 +405,16 @@ func (m *master) realDeadline(ctx context.Context) (context.Context, context.Can
 // remaining is the time left before ctx's deadline, on clk: the clock that
 // set the deadline.
 func remaining(ctx context.Context, clk clock.Clock) (time.Duration, error) {
+	return remainingAt(ctx, clk.Now())
+}
+
+// remainingAt is remaining at now, a time read from that clock.
+func remainingAt(ctx context.Context, now time.Time) (time.Duration, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return 0, errors.New("operation has no deadline")
 	}
-	d := dl.Sub(clk.Now())
+	d := dl.Sub(now)
 	if d <= 0 {
 		return 0, context.DeadlineExceeded
 	}
