@@ -121,7 +121,7 @@ func TestIntegration_ExtendWaitsForTheAcquisitionStillOnItsWay(t *testing.T) {
 	c, err := New(ms, suite(WithRestartGuard(0), WithLogger(quiet()), WithNodeTimeout(time.Second), WithCloseDrivers())()...)
 	require.NoError(t, err)
 	ctx := context.Background()
-	l, err := c.TryLock(ctx, "warm", time.Second) // connections up, scripts cached
+	l, err := c.TryLock(ctx, "warm", 10*time.Second) // connections up, scripts cached; a TTL that leaves the node timeout whole
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 
